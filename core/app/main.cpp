@@ -1,0 +1,84 @@
+// grpo-host: the command-line entry point. Each subcommand lives in its own file.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <grpo/version.h>
+#include <spdlog/spdlog.h>
+
+#include "app/plugins_command.h"
+#include "config/config.h"
+#include "data/dataset.h"
+#include "plugins/plugin_error.h"
+#include "score/score_command.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: grpo-host [COMMAND] [--config x.yaml] [--flag value ...]
+
+commands:
+  train      GRPO / DAPO training (the default when no command is given)
+  score      score logged completions with reward plugins:
+             --dataset rows.jsonl --completions c.jsonl --reward_funcs accuracy format [--output out.jsonl]
+  plugins    list the plugins found; --describe NAME prints a plugin's options
+  config     validate a configuration and print it resolved, as args.yaml would hold it
+  help       this text and every flag (--help)
+  version    the program and SDK version
+)";
+
+int run_config_command(const std::vector<std::string>& args) {
+  grpo::config::ParseResult parsed = grpo::config::parse(args);
+  std::fputs(parsed.config.to_yaml().c_str(), stdout);
+  return 0;
+}
+
+int run_train_command(const std::vector<std::string>& args) {
+  grpo::config::parse(args);  // validate everything first: errors are worth seeing now
+  throw grpo::config::ConfigError(
+      "training is not built yet: this build of grpo-host validates configurations (grpo-host config) and scores "
+      "completions (grpo-host score); the trainer comes with the next release");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::string command = "train";
+  if (!args.empty() && args[0].rfind("--", 0) != 0) {
+    command = args[0];
+    args.erase(args.begin());
+  }
+  for (const auto& a : args)
+    if (a == "--help" || a == "-h") command = "help";
+  try {
+    if (command == "help") {
+      std::fputs(kUsage, stdout);
+      std::fputs("\n", stdout);
+      std::fputs(grpo::config::help_text().c_str(), stdout);
+      return 0;
+    }
+    if (command == "version" || (command == "train" && args.size() == 1 && args[0] == "--version")) {
+      std::printf("grpo-host %d.%d.%d (plugin SDK %d.%d)\n", GRPO_SDK_VERSION_MAJOR, GRPO_SDK_VERSION_MINOR,
+                  GRPO_SDK_VERSION_PATCH, GRPO_SDK_VERSION_MAJOR, GRPO_SDK_VERSION_MINOR);
+      return 0;
+    }
+    if (command == "score") return grpo::score::run_score_command(args);
+    if (command == "plugins") return grpo::app::run_plugins_command(args);
+    if (command == "config") return run_config_command(args);
+    if (command == "train") return run_train_command(args);
+    std::fprintf(stderr, "grpo-host: unknown command '%s'\n\n%s", command.c_str(), kUsage);
+    return 2;
+  } catch (const grpo::config::ConfigError& e) {
+    spdlog::error("{}", e.what());
+    return 2;
+  } catch (const grpo::plugins::PluginError& e) {
+    spdlog::error("{}", e.what());
+    return 2;
+  } catch (const grpo::data::DataError& e) {
+    spdlog::error("{}", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,79 @@
+#include "app/plugins_command.h"
+
+#include <cstdio>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "config/config.h"
+#include "plugins/plugin_error.h"
+#include "plugins/plugin_registry.h"
+#include "util/suggest.h"
+
+namespace grpo::app {
+
+namespace {
+
+std::string kind_of(const std::string& interface_id) {
+  size_t dot = interface_id.find('.'), slash = interface_id.find('/');
+  if (dot == std::string::npos || slash == std::string::npos || slash < dot) return interface_id;
+  return interface_id.substr(dot + 1, slash - dot - 1);
+}
+
+void describe(const plugins::PluginInfo& p) {
+  std::printf("%s (%s %s)\n  file: %s\n  built with SDK %s\n  %s\n", p.name.c_str(), kind_of(p.interface_id).c_str(),
+              p.version.c_str(), p.file.c_str(), p.sdk_version.c_str(), p.description.c_str());
+  nlohmann::json options = nlohmann::json::parse(p.options_json, nullptr, false);
+  if (!options.is_array() || options.empty()) {
+    std::printf("  options: none\n");
+    return;
+  }
+  std::printf("  options (as flags, or under plugin_args.%s in YAML):\n", p.name.c_str());
+  for (const auto& o : options) {
+    if (!o.is_object()) continue;
+    std::printf("    %-30s %-7s default %-8s %s\n", o.value("name", "?").c_str(), o.value("type", "").c_str(),
+                o.contains("default") ? o["default"].dump().c_str() : "null", o.value("help", "").c_str());
+  }
+}
+
+}  // namespace
+
+int run_plugins_command(const std::vector<std::string>& args) {
+  config::ParseResult parsed = config::parse(args, {"describe"});
+  plugins::PluginSources sources;
+  sources.files = parsed.config.get_strings("plugins");
+  plugins::PluginRegistry registry = plugins::PluginRegistry::discover(sources);
+  std::vector<plugins::PluginInfo> all = registry.all();
+
+  auto describe_arg = parsed.extras.find("describe");
+  if (describe_arg != parsed.extras.end()) {
+    if (describe_arg->second.size() != 1) throw config::ConfigError("--describe takes one plugin name");
+    const std::string& name = describe_arg->second[0];
+    std::vector<std::string> names;
+    bool found = false;
+    for (const auto& p : all) {
+      names.push_back(p.name);
+      if (p.name == name) {
+        describe(p);
+        found = true;
+      }
+    }
+    if (!found) {
+      std::string hint = util::closest_name(name, names);
+      throw plugins::PluginError(fmt::format("no plugin called '{}'{}; `grpo-host plugins` lists them", name,
+                                             hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint)));
+    }
+    return 0;
+  }
+
+  std::printf("%-20s %-10s %-9s %s\n", "NAME", "KIND", "VERSION", "FILE");
+  for (const auto& p : all)
+    std::printf("%-20s %-10s %-9s %s\n", p.name.c_str(), kind_of(p.interface_id).c_str(), p.version.c_str(),
+                p.file.c_str());
+  std::printf("\nsearched: --plugins");
+  for (const auto& s : registry.searched()) std::printf(", %s", s.c_str());
+  std::printf("\n");
+  return 0;
+}
+
+}  // namespace grpo::app

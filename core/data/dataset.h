@@ -1,0 +1,50 @@
+// Datasets: JSONL or a JSON array of row objects, as ms-swift reads them.
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace grpo::data {
+
+class DataError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct Row {
+  nlohmann::json columns;  // the row object
+  std::string source;      // "file:line" for error messages
+};
+
+// "path" or "path#N" (the first N rows).
+struct DatasetSpec {
+  std::string path;
+  std::optional<size_t> limit;
+  static DatasetSpec parse(const std::string& spec);
+};
+
+// Reads `spec`. Throws DataError naming file:line for unreadable files,
+// malformed JSON and rows that are not objects.
+std::vector<Row> load_rows(const std::string& spec);
+
+// Reads a JSONL file of objects (e.g. completions). Same errors as load_rows.
+std::vector<Row> load_jsonl(const std::string& path);
+
+// The prompt as chat messages: the `messages` column (the last assistant turn
+// dropped), or `query` / `problem` / `prompt` as one user turn; `system`
+// prepended when the row has none. Throws DataError naming the row when none
+// of those columns exist.
+nlohmann::json prompt_messages(const Row& row, const std::string& system = "");
+
+}  // namespace grpo::data
+
+namespace grpo::data {
+
+// `--system`: a string, or the path of a file holding it.
+std::string load_system_prompt(const std::string& value);
+
+}  // namespace grpo::data

@@ -1,0 +1,183 @@
+#include "plugins/reward_function.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <thread>
+
+#include <fmt/format.h>
+#include <grpo/reward.h>
+#include <spdlog/spdlog.h>
+
+#include "plugins/crash_guard.h"
+#include "plugins/plugin_error.h"
+
+namespace grpo::plugins {
+
+struct RewardFunction::Api {
+  grpo_reward_api table{};  // zero-filled beyond what the plugin provides
+};
+
+namespace {
+
+grpo_str as_str(const std::string& s) { return grpo_str{s.data(), s.size()}; }
+
+// Below this many samples per thread, threads cost more than they save.
+constexpr size_t kMinSamplesPerThread = 8;
+
+}  // namespace
+
+std::shared_ptr<const RowColumns> RowColumns::from_json(const nlohmann::json& row) {
+  auto cols = std::make_shared<RowColumns>();
+  cols->json = row.dump();
+  if (row.is_object()) {
+    for (const auto& [key, value] : row.items()) {
+      std::string json = value.dump();
+      std::string text = value.is_string() ? value.get<std::string>() : json;
+      cols->columns.push_back({key, std::move(json), std::move(text)});
+    }
+  }
+  return cols;
+}
+
+std::unique_ptr<RewardFunction> RewardFunction::create(const ResolvedPlugin& plugin, const nlohmann::json& options,
+                                                       std::shared_ptr<MetricsSink> metrics,
+                                                       const std::string& run_config_json, int num_threads) {
+  install_crash_handlers();
+  std::unique_ptr<RewardFunction> fn(new RewardFunction());
+  fn->plugin_ = plugin;
+  fn->num_threads_ = std::max(1, num_threads);
+  fn->api_ = std::make_unique<Api>();
+  const auto* table = static_cast<const grpo_reward_api*>(plugin.library->factory(plugin.info.name, GRPO_REWARD_INTERFACE));
+  if (!table)
+    throw PluginError(fmt::format("plugin '{}' ({}) lists itself as a reward but provides no {} table",
+                                  plugin.info.name, plugin.info.file, GRPO_REWARD_INTERFACE));
+  std::memcpy(&fn->api_->table, table, std::min<size_t>(table->struct_size, sizeof(grpo_reward_api)));
+  const grpo_reward_api& api = fn->api_->table;
+  if (!api.create || !api.score || !api.destroy)
+    throw PluginError(fmt::format("reward plugin '{}' ({}) lacks create, score or destroy; rebuild it against the "
+                                  "grpo SDK",
+                                  plugin.info.name, plugin.info.file));
+
+  fn->services_ = std::make_unique<HostServices>(plugin.info.name, std::move(metrics), run_config_json);
+  std::string config = options.dump();
+  grpo_error err{};
+  grpo_reward_instance* instance = nullptr;
+  grpo_status status;
+  try {
+    PluginCallScope scope(plugin.info.name.c_str(), plugin.info.file.c_str(), "create");
+    status = api.create(fn->services_->api(), as_str(config), &instance, &err);
+  } catch (const std::exception& e) {
+    throw PluginError(fmt::format("reward plugin '{}' ({}) threw from create(): {}", plugin.info.name,
+                                  plugin.info.file, e.what()));
+  }
+  if (status != GRPO_OK || !instance)
+    throw PluginError(fmt::format("reward plugin '{}' ({}) could not be created: {}", plugin.info.name,
+                                  plugin.info.file, status != GRPO_OK ? err.message : "it returned no instance"));
+  fn->instance_ = instance;
+  return fn;
+}
+
+RewardFunction::~RewardFunction() {
+  if (instance_) {
+    PluginCallScope scope(plugin_.info.name.c_str(), plugin_.info.file.c_str(), "destroy");
+    api_->table.destroy(static_cast<grpo_reward_instance*>(instance_));
+  }
+}
+
+bool RewardFunction::thread_safe() const { return (api_->table.flags & GRPO_REWARD_THREAD_SAFE) != 0; }
+
+bool RewardFunction::score_range(const std::vector<grpo_reward_sample>& samples, size_t begin, size_t end,
+                                 const grpo_trainer_state& state, double* out, std::string* error) {
+  grpo_reward_batch batch{sizeof(grpo_reward_batch), end - begin, samples.data() + begin, sizeof(grpo_reward_sample),
+                          &state};
+  grpo_reward_output output{sizeof(grpo_reward_output), out + begin, end - begin, 0};
+  grpo_error err{};
+  grpo_status status;
+  try {
+    PluginCallScope scope(plugin_.info.name.c_str(), plugin_.info.file.c_str(), "score");
+    status = api_->table.score(static_cast<grpo_reward_instance*>(instance_), &batch, &output, &err);
+  } catch (const std::exception& e) {
+    *error = fmt::format("an exception escaped score(): {}", e.what());
+    return false;
+  } catch (...) {
+    *error = "an unknown exception escaped score()";
+    return false;
+  }
+  if (status != GRPO_OK) {
+    *error = fmt::format("score() failed (status {}): {}", status, err.message);
+    return false;
+  }
+  if (output.count != end - begin) {
+    *error = fmt::format("score() returned {} rewards for {} completions", output.count, end - begin);
+    return false;
+  }
+  return true;
+}
+
+std::vector<double> RewardFunction::score(const std::vector<RewardInput>& inputs, const TrainerState& state) {
+  const size_t n = inputs.size();
+  std::vector<double> rewards(n, std::numeric_limits<double>::quiet_NaN());
+  if (n == 0) return rewards;
+
+  std::vector<grpo_reward_sample> samples(n);
+  for (size_t i = 0; i < n; ++i) {
+    const RewardInput& in = inputs[i];
+    grpo_reward_sample& s = samples[i];
+    s.struct_size = sizeof(grpo_reward_sample);
+    s.prompt_messages_json = as_str(in.prompt_messages_json);
+    s.completion = as_str(in.completion);
+    s.completion_ids = in.ids_known ? in.completion_ids.data() : nullptr;
+    s.n_completion_ids = in.ids_known ? in.completion_ids.size() : 0;
+    s.completion_tokens = in.ids_known ? static_cast<int64_t>(in.completion_ids.size()) : in.completion_tokens;
+    s.is_truncated = in.is_truncated ? 1 : 0;
+    s.prompt_index = in.prompt_index;
+    // The column views live in RowColumns; grpo_column is layout-compatible
+    // only through a copy, so build them per row below.
+  }
+  // grpo_column arrays, one per distinct row.
+  std::vector<std::vector<grpo_column>> column_views;
+  column_views.reserve(n);
+  const RowColumns* last = nullptr;
+  for (size_t i = 0; i < n; ++i) {
+    const RowColumns* cols = inputs[i].columns.get();
+    if (!cols) continue;
+    if (cols != last) {
+      std::vector<grpo_column> v;
+      for (const auto& c : cols->columns) v.push_back({as_str(c.name), as_str(c.json), as_str(c.text)});
+      column_views.push_back(std::move(v));
+      last = cols;
+    }
+    samples[i].columns = column_views.back().data();
+    samples[i].n_columns = column_views.back().size();
+    samples[i].columns_json = as_str(cols->json);
+  }
+
+  grpo_trainer_state st{sizeof(grpo_trainer_state), state.global_step, state.max_steps, state.epoch};
+  size_t threads = 1;
+  if (thread_safe()) threads = std::min<size_t>(num_threads_, std::max<size_t>(1, n / kMinSamplesPerThread));
+
+  std::vector<std::string> errors(threads);
+  std::vector<char> ok(threads, 0);
+  if (threads == 1) {
+    ok[0] = score_range(samples, 0, n, st, rewards.data(), &errors[0]);
+  } else {
+    std::vector<std::thread> workers;
+    for (size_t t = 0; t < threads; ++t) {
+      size_t begin = n * t / threads, end = n * (t + 1) / threads;
+      workers.emplace_back([&, t, begin, end] { ok[t] = score_range(samples, begin, end, st, rewards.data(), &errors[t]); });
+    }
+    for (auto& w : workers) w.join();
+  }
+  for (size_t t = 0; t < threads; ++t) {
+    if (ok[t]) continue;
+    ++failures_;
+    spdlog::error("reward '{}' ({}): {}; its rewards for this batch count as no opinion (NaN) and training goes on",
+                  name(), file(), errors[t]);
+    size_t begin = n * t / threads, end = n * (t + 1) / threads;
+    for (size_t i = begin; i < end; ++i) rewards[i] = std::numeric_limits<double>::quiet_NaN();
+  }
+  return rewards;
+}
+
+}  // namespace grpo::plugins

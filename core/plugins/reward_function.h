@@ -1,0 +1,54 @@
+// A reward plugin instance as the trainer uses it: scores a batch, survives
+// the plugin's failures.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <grpo/reward.h>
+#include <nlohmann/json.hpp>
+
+#include "plugins/host_services.h"
+#include "plugins/plugin_registry.h"
+#include "plugins/reward_input.h"
+
+namespace grpo::plugins {
+
+class RewardFunction {
+ public:
+  // Creates the plugin's instance with `options` (a JSON object). Throws
+  // PluginError with the plugin's own message when create() fails.
+  static std::unique_ptr<RewardFunction> create(const ResolvedPlugin& plugin, const nlohmann::json& options,
+                                                std::shared_ptr<MetricsSink> metrics,
+                                                const std::string& run_config_json, int num_threads);
+  ~RewardFunction();
+  RewardFunction(const RewardFunction&) = delete;
+  RewardFunction& operator=(const RewardFunction&) = delete;
+
+  const std::string& name() const { return plugin_.info.name; }
+  const std::string& file() const { return plugin_.info.file; }
+  bool thread_safe() const;
+
+  // One reward per input. NaN is "no opinion". When the plugin fails (error
+  // status, exception, wrong count) the error is logged with the plugin's
+  // name and file, counted in failures(), and the batch scores NaN: training
+  // goes on with the other rewards.
+  std::vector<double> score(const std::vector<RewardInput>& inputs, const TrainerState& state);
+  long failures() const { return failures_; }
+
+ private:
+  RewardFunction() = default;
+  bool score_range(const std::vector<grpo_reward_sample>& samples, size_t begin, size_t end,
+                   const grpo_trainer_state& state, double* out, std::string* error);
+
+  ResolvedPlugin plugin_;
+  std::unique_ptr<HostServices> services_;
+  struct Api;
+  std::unique_ptr<Api> api_;
+  void* instance_ = nullptr;
+  int num_threads_ = 1;
+  long failures_ = 0;
+};
+
+}  // namespace grpo::plugins

@@ -1,0 +1,75 @@
+#include "rewards/reward_set.h"
+
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+#include <grpo/reward.h>
+
+#include "plugins/plugin_error.h"
+#include "plugins/plugin_options.h"
+
+namespace grpo::rewards {
+
+RewardSet::RewardSet(const plugins::PluginRegistry& registry, const std::vector<std::string>& names,
+                     std::vector<double> weights, const nlohmann::json& run_config, const nlohmann::json& plugin_args,
+                     std::shared_ptr<plugins::MetricsSink> metrics, int num_threads)
+    : weights_(std::move(weights)) {
+  if (names.empty()) throw plugins::PluginError("no reward functions: give --reward_funcs (e.g. accuracy format)");
+  if (weights_.empty()) weights_.assign(names.size(), 1.0);
+  if (weights_.size() != names.size())
+    throw plugins::PluginError(fmt::format("--reward_weights has {} values but there are {} reward functions ({}); "
+                                           "give one weight per reward function",
+                                           weights_.size(), names.size(), fmt::join(names, ", ")));
+  const std::string config_text = run_config.dump();
+  for (const std::string& name : names) {
+    plugins::ResolvedPlugin plugin = registry.require(name, GRPO_REWARD_INTERFACE);
+    nlohmann::json args = plugin_args.is_object() && plugin_args.contains(name) ? plugin_args[name] : nlohmann::json();
+    nlohmann::json options = plugins::resolve_plugin_options(plugin.info, run_config, args);
+    functions_.push_back(plugins::RewardFunction::create(plugin, options, metrics, config_text, num_threads));
+  }
+}
+
+RewardMatrix RewardSet::score(const std::vector<plugins::RewardInput>& inputs, const plugins::TrainerState& state) {
+  RewardMatrix m;
+  const size_t n = inputs.size();
+  m.total.assign(n, 0.0);
+  std::vector<bool> any(n, false);
+  for (size_t f = 0; f < functions_.size(); ++f) {
+    m.names.push_back(functions_[f]->name());
+    m.by_fn.push_back(functions_[f]->score(inputs, state));
+    for (size_t i = 0; i < n; ++i) {
+      double r = m.by_fn[f][i];
+      if (std::isnan(r)) continue;
+      m.total[i] += r * weights_[f];
+      any[i] = true;
+    }
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (!any[i]) m.total[i] = std::numeric_limits<double>::quiet_NaN();
+  return m;
+}
+
+double nanmean(const std::vector<double>& v) {
+  double sum = 0;
+  size_t k = 0;
+  for (double x : v)
+    if (!std::isnan(x)) sum += x, ++k;
+  return k ? sum / static_cast<double>(k) : std::numeric_limits<double>::quiet_NaN();
+}
+
+double nanstd(const std::vector<double>& v) {
+  double mean = nanmean(v), ss = 0;
+  size_t k = 0;
+  for (double x : v)
+    if (!std::isnan(x)) ss += (x - mean) * (x - mean), ++k;
+  return k >= 2 ? std::sqrt(ss / static_cast<double>(k - 1)) : std::numeric_limits<double>::quiet_NaN();
+}
+
+size_t count_nan(const std::vector<double>& v) {
+  size_t k = 0;
+  for (double x : v) k += std::isnan(x) ? 1 : 0;
+  return k;
+}
+
+}  // namespace grpo::rewards

@@ -1,0 +1,45 @@
+// The reward functions of a run and their weights: R[N, F] and the weighted
+// total r = nansum(R * w) of grpo.md §2.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "plugins/plugin_registry.h"
+#include "plugins/reward_function.h"
+
+namespace grpo::rewards {
+
+struct RewardMatrix {
+  std::vector<std::string> names;         // F reward names
+  std::vector<std::vector<double>> by_fn; // [F][N], NaN = no opinion
+  std::vector<double> total;              // [N] weighted, NaN when every reward is NaN
+};
+
+class RewardSet {
+ public:
+  // Creates every reward in `names` from `registry`. Options come from
+  // `run_config` (flag -> value) and `plugin_args` (name -> object). `weights`
+  // empty means all 1.0; otherwise one per name.
+  RewardSet(const plugins::PluginRegistry& registry, const std::vector<std::string>& names,
+            std::vector<double> weights, const nlohmann::json& run_config, const nlohmann::json& plugin_args,
+            std::shared_ptr<plugins::MetricsSink> metrics, int num_threads);
+
+  RewardMatrix score(const std::vector<plugins::RewardInput>& inputs, const plugins::TrainerState& state);
+  const std::vector<double>& weights() const { return weights_; }
+  const std::vector<std::unique_ptr<plugins::RewardFunction>>& functions() const { return functions_; }
+
+ private:
+  std::vector<std::unique_ptr<plugins::RewardFunction>> functions_;
+  std::vector<double> weights_;
+};
+
+// Statistics that skip NaN. nanstd is Bessel-corrected; NaN with < 2 values.
+double nanmean(const std::vector<double>& v);
+double nanstd(const std::vector<double>& v);
+size_t count_nan(const std::vector<double>& v);
+
+}  // namespace grpo::rewards

@@ -1,0 +1,26 @@
+// accuracy: ms-swift's MathAccuracy (Math-Verify semantics) — 1.0 when the
+// completion's anchored answer (\boxed{} first) is mathematically equal to the
+// row's `solution`, 0.0 otherwise or when the solution does not parse.
+#include <grpo/sdk.hpp>
+
+#include "accuracy_score.h"
+
+struct Accuracy : grpo::RewardBase {
+  static constexpr const char* name = "accuracy";
+  static constexpr const char* version = "1.0.0";
+  static constexpr const char* description =
+      "1.0 if the completion's \\boxed{} / anchored answer equals column 'solution' (Math-Verify semantics)";
+  // The computer-algebra library keeps global reference-counted objects, so
+  // one call at a time.
+  static constexpr bool thread_safe = false;
+
+  Accuracy(const grpo::Options&, const grpo::Host& h) : host(h) {}
+
+  void score(const grpo::RewardBatch& batch, double* rewards) const {
+    for (size_t i = 0; i < batch.size(); ++i) rewards[i] = grpo::rewards::accuracy_of(batch[i], host, name);
+  }
+
+  grpo::Host host;
+};
+
+GRPO_EXPORT_REWARD(Accuracy)

@@ -1,0 +1,49 @@
+/* Services the host hands to every plugin instance. */
+#ifndef GRPO_HOST_H
+#define GRPO_HOST_H
+
+#include <stdint.h>
+
+#include "grpo/status.h"
+#include "grpo/version.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef int32_t grpo_log_level;
+#define GRPO_LOG_TRACE 0
+#define GRPO_LOG_DEBUG 1
+#define GRPO_LOG_INFO 2
+#define GRPO_LOG_WARN 3
+#define GRPO_LOG_ERROR 4
+
+/* Rationale: a plugin never brings its own logger or metrics sink; it calls
+ * back into the host, which prefixes the plugin's name and routes messages
+ * into its log and metrics into logging.jsonl. The table is specific to one
+ * plugin instance (host_ctx identifies it).
+ *
+ * Ownership: the table is owned by the host and valid until the instance it
+ * was given to is destroyed. Every string argument is borrowed for the call. */
+typedef struct grpo_host_api {
+  uint32_t struct_size;
+  grpo_version host_version;
+  void* host_ctx; /* opaque; pass back unchanged */
+
+  /* [any-thread] One log line. */
+  void (*log)(void* host_ctx, grpo_log_level level, grpo_str message);
+
+  /* [any-thread] A scalar metric; averaged over a logging step and written
+   * under this exact name to logging.jsonl. */
+  void (*log_metric)(void* host_ctx, grpo_str name, double value);
+
+  /* [any-thread] The run's whole resolved configuration as a JSON object.
+   * The returned string is owned by the host and valid as long as the table. */
+  grpo_str (*run_config_json)(void* host_ctx);
+} grpo_host_api;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GRPO_HOST_H */

@@ -1,0 +1,21 @@
+// Runs grpo-host as a user would and captures what it prints.
+#pragma once
+
+#include <string>
+
+namespace grpo::testing {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+// `args` is appended to the grpo-host path, as a shell command line.
+CommandResult run_host(const std::string& args, const std::string& env = "");
+
+// A fresh temporary directory for one test.
+std::string temp_dir(const std::string& name);
+void write_file(const std::string& path, const std::string& text);
+std::string read_file(const std::string& path);
+
+}  // namespace grpo::testing

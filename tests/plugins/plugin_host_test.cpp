@@ -1,0 +1,192 @@
+// The host loading real plugin libraries, including every broken variant.
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <grpo/reward.h>
+#include <gtest/gtest.h>
+
+#include "plugin_paths.h"
+#include "plugins/plugin_error.h"
+#include "plugins/plugin_registry.h"
+#include "plugins/reward_function.h"
+
+namespace fs = std::filesystem;
+using namespace grpo::plugins;
+
+namespace {
+
+// The message of the PluginError that `body` throws ("" if none).
+template <class F>
+std::string error_of(F body) {
+  try {
+    body();
+  } catch (const PluginError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+PluginRegistry only(std::vector<std::string> files) {
+  PluginSources s;
+  s.files = std::move(files);
+  s.use_env = false;
+  s.use_builtin = false;
+  return PluginRegistry::discover(s);
+}
+
+std::vector<RewardInput> inputs(std::initializer_list<const char*> texts) {
+  std::vector<RewardInput> out;
+  for (const char* t : texts) {
+    RewardInput in;
+    in.completion = t;
+    in.columns = RowColumns::from_json({{"solution", "42"}});
+    out.push_back(in);
+  }
+  return out;
+}
+
+std::unique_ptr<RewardFunction> make(const std::string& file, const std::string& name) {
+  PluginRegistry reg = only({file});
+  return RewardFunction::create(reg.require(name, GRPO_REWARD_INTERFACE), nlohmann::json::object(), nullptr, "{}", 2);
+}
+
+}  // namespace
+
+TEST(PluginHost, LoadsAWellFormedPluginAndScores) {
+  auto fn = make(FIXTURE_OK, "fixture");
+  std::vector<double> r = fn->score(inputs({"abc", "", "hello"}), {});
+  EXPECT_EQ(r, (std::vector<double>{3, 0, 5}));
+  EXPECT_TRUE(fn->thread_safe());
+}
+
+TEST(PluginHost, MissingFileNamesThePathAndWhereItCameFrom) {
+  std::string msg = error_of([] { only({"/nonexistent/libnothing.so"}); });
+  EXPECT_NE(msg.find("/nonexistent/libnothing.so"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("does not exist"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("--plugins"), std::string::npos) << msg;
+}
+
+TEST(PluginHost, NotASharedObject) {
+  fs::path fake = fs::temp_directory_path() / "grpo_not_elf.so";
+  std::ofstream(fake) << "this is text, not ELF\n";
+  std::string msg = error_of([&] { only({fake.string()}); });
+  EXPECT_NE(msg.find(fake.string()), std::string::npos) << msg;
+  EXPECT_NE(msg.find("not a shared object"), std::string::npos) << msg;
+  fs::remove(fake);
+}
+
+TEST(PluginHost, NoEntrySymbol) {
+  std::string msg = error_of([] { only({FIXTURE_NO_ENTRY}); });
+  EXPECT_NE(msg.find(FIXTURE_NO_ENTRY), std::string::npos) << msg;
+  EXPECT_NE(msg.find("grpo_plugin_entry"), std::string::npos) << msg;
+}
+
+TEST(PluginHost, WrongMajorNamesBothVersions) {
+  std::string msg = error_of([] { only({FIXTURE_WRONG_MAJOR}); });
+  EXPECT_NE(msg.find(FIXTURE_WRONG_MAJOR), std::string::npos) << msg;
+  EXPECT_NE(msg.find("SDK 2.0.0"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("SDK " + std::to_string(GRPO_SDK_VERSION_MAJOR) + "."), std::string::npos) << msg;
+}
+
+TEST(PluginHost, NewerMinorWithLargerStructsLoadsAndWorks) {
+  PluginRegistry reg = only({FIXTURE_NEWER_MINOR});
+  auto all = reg.all();
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].version, "9.9.9");
+  EXPECT_EQ(all[0].sdk_version, std::to_string(GRPO_SDK_VERSION_MAJOR) + "." +
+                                    std::to_string(GRPO_SDK_VERSION_MINOR + 7) + ".0");
+  auto fn = make(FIXTURE_NEWER_MINOR, "fixture_future");
+  EXPECT_EQ(fn->score(inputs({"four"}), {}), std::vector<double>{4});
+}
+
+TEST(PluginHost, TwoPluginsWithOneNameNameBothFiles) {
+  std::string msg = error_of([] { only({FIXTURE_OK, FIXTURE_TWIN}); });
+  EXPECT_NE(msg.find(FIXTURE_OK), std::string::npos) << msg;
+  EXPECT_NE(msg.find(FIXTURE_TWIN), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'fixture'"), std::string::npos) << msg;
+}
+
+TEST(PluginHost, SameFileTwiceLoadsOnce) {
+  PluginRegistry reg = only({FIXTURE_OK, FIXTURE_OK});
+  EXPECT_EQ(reg.all().size(), 1u);
+}
+
+TEST(PluginHost, CreateFailureCarriesThePluginsMessage) {
+  std::string msg = error_of([] { make(FIXTURE_CREATE_FAILS, "fixture_create_fails"); });
+  EXPECT_NE(msg.find("the model file is missing"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(FIXTURE_CREATE_FAILS), std::string::npos) << msg;
+}
+
+TEST(PluginHost, ThrowingPluginScoresNaNAndHostKeepsRunning) {
+  auto fn = make(FIXTURE_SCORE_THROWS, "fixture_throws");
+  std::vector<double> r = fn->score(inputs({"a", "b"}), {});
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_TRUE(std::isnan(r[0]) && std::isnan(r[1]));
+  EXPECT_EQ(fn->failures(), 1);
+  fn->score(inputs({"c"}), {});  // still callable
+  EXPECT_EQ(fn->failures(), 2);
+}
+
+TEST(PluginHost, ErrorStatusScoresNaN) {
+  auto fn = make(FIXTURE_SCORE_ERROR, "fixture_error");
+  std::vector<double> r = fn->score(inputs({"a"}), {});
+  EXPECT_TRUE(std::isnan(r[0]));
+  EXPECT_EQ(fn->failures(), 1);
+}
+
+TEST(PluginHost, WrongCountIsRejectedAsNaN) {
+  auto fn = make(FIXTURE_WRONG_COUNT, "fixture_wrong_count");
+  std::vector<double> r = fn->score(inputs({"a", "bb", "ccc"}), {});
+  for (double x : r) EXPECT_TRUE(std::isnan(x));
+  EXPECT_EQ(fn->failures(), 1);
+}
+
+TEST(PluginHost, NaNMeansNoOpinionAndIsNotAFailure) {
+  auto fn = make(FIXTURE_RETURNS_NAN, "fixture_nan");
+  std::vector<double> r = fn->score(inputs({"a", "bb", "ccc"}), {});
+  EXPECT_EQ(r[0], 1);
+  EXPECT_TRUE(std::isnan(r[1]));
+  EXPECT_EQ(r[2], 3);
+  EXPECT_EQ(fn->failures(), 0);
+}
+
+TEST(PluginHost, ThreadSafePluginScoresLargeBatchesInParallelWithSameResult) {
+  auto fn = make(FIXTURE_OK, "fixture");
+  std::vector<RewardInput> in;
+  for (int i = 0; i < 1000; ++i) {
+    RewardInput x;
+    x.completion = std::string(static_cast<size_t>(i % 37), 'x');
+    in.push_back(x);
+  }
+  std::vector<double> r = fn->score(in, {});
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(r[i], i % 37);
+}
+
+TEST(PluginHost, UnknownPluginNameSuggestsTheClosest) {
+  PluginRegistry reg = only({FIXTURE_OK});
+  std::string msg = error_of([&] { reg.require("fixtur", GRPO_REWARD_INTERFACE); });
+  EXPECT_NE(msg.find("did you mean 'fixture'"), std::string::npos) << msg;
+}
+
+TEST(PluginHost, EnvironmentPathFindsPlugins) {
+  fs::path dir = fs::temp_directory_path() / "grpo_env_plugins";
+  fs::create_directories(dir);
+  fs::copy_file(FIXTURE_OK, dir / "libfixture.so", fs::copy_options::overwrite_existing);
+  ::setenv("GRPO_PLUGIN_PATH", dir.c_str(), 1);
+  PluginSources s;
+  s.use_builtin = false;
+  PluginRegistry reg = PluginRegistry::discover(s);
+  ::unsetenv("GRPO_PLUGIN_PATH");
+  EXPECT_NO_THROW(reg.require("fixture", GRPO_REWARD_INTERFACE));
+  fs::remove_all(dir);
+}
+
+TEST(PluginHost, BuiltInDirectoryHoldsTheFiveRewards) {
+  PluginSources s;
+  s.use_env = false;
+  s.builtin_dir = PLUGIN_DIR;
+  PluginRegistry reg = PluginRegistry::discover(s);
+  for (const char* name : {"accuracy", "format", "cosine", "repetition", "soft_overlong"})
+    EXPECT_NO_THROW(reg.require(name, GRPO_REWARD_INTERFACE)) << name;
+}
