@@ -21,14 +21,21 @@ commands:
   score      score logged completions with reward plugins:
              --dataset rows.jsonl --completions c.jsonl --reward_funcs accuracy format [--output out.jsonl]
   plugins    list the plugins found; --describe NAME prints a plugin's options
-  config     validate a configuration and print it resolved, as args.yaml would hold it
+  config     validate a configuration and print it resolved, as args.yaml holds it; --save PATH writes it
   help       this text and every flag (--help)
   version    the program and SDK version
 )";
 
+// Prints the resolved configuration; --save PATH also writes it there (as args.yaml).
 int run_config_command(const std::vector<std::string>& args) {
-  grpo::config::ParseResult parsed = grpo::config::parse(args);
+  grpo::config::ParseResult parsed = grpo::config::parse(args, grpo::config::ParseOptions{{"save"}});
   std::fputs(parsed.config.to_yaml().c_str(), stdout);
+  auto save = parsed.extras.find("save");
+  if (save != parsed.extras.end()) {
+    if (save->second.size() != 1) throw grpo::config::ConfigError("--save takes one path, e.g. --save args.yaml");
+    parsed.config.write_args_yaml(save->second[0]);
+    std::fprintf(stderr, "wrote %s\n", save->second[0].c_str());
+  }
   return 0;
 }
 

@@ -39,7 +39,7 @@ void describe(const plugins::PluginInfo& p) {
 }  // namespace
 
 int run_plugins_command(const std::vector<std::string>& args) {
-  config::ParseResult parsed = config::parse(args, {"describe"});
+  config::ParseResult parsed = config::parse(args, config::ParseOptions{{"describe"}, 0, /*check_batch_geometry=*/false});
   plugins::PluginSources sources;
   sources.files = parsed.config.get_strings("plugins");
   plugins::PluginRegistry registry = plugins::PluginRegistry::discover(sources);

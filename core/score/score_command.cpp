@@ -58,7 +58,7 @@ void print_summary(const rewards::RewardMatrix& m, const std::vector<double>& we
 }  // namespace
 
 int run_score_command(const std::vector<std::string>& args) {
-  config::ParseResult parsed = config::parse(args, {"completions", "output"});
+  config::ParseResult parsed = config::parse(args, config::ParseOptions{{"completions", "output"}, 0, /*check_batch_geometry=*/false});
   const config::Config& cfg = parsed.config;
 
   std::vector<std::string> datasets = cfg.get_strings("dataset");

@@ -1,0 +1,408 @@
+#include "config/flag_table.h"
+
+#include "util/suggest.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace grpo::config {
+namespace {
+
+using nlohmann::json;
+
+// Fluent construction keeps each table row on a few lines.
+struct Def {
+  FlagSpec s;
+  Def& hint(std::string h) { s.value_hint = std::move(h); return *this; }
+  Def& nullable() { s.nullable = true; return *this; }
+  Def& alias(std::string a) { s.aliases.push_back(std::move(a)); return *this; }
+  Def& choices(std::vector<std::string> c) { s.choices = std::move(c); return *this; }
+  Def& means(std::string spelled, json value) {
+    s.value_aliases.emplace_back(std::move(spelled), std::move(value));
+    return *this;
+  }
+  Def& refuse_value(std::string value, std::string why) {
+    s.refused_values.emplace_back(std::move(value), std::move(why));
+    return *this;
+  }
+  Def& note(std::string n) { s.choice_note = std::move(n); return *this; }
+  Def& at_least(double v) { s.min = v; s.min_exclusive = false; return *this; }
+  Def& above(double v) { s.min = v; s.min_exclusive = true; return *this; }
+  Def& at_most(double v) { s.max = v; s.max_exclusive = false; return *this; }
+  Def& below(double v) { s.max = v; s.max_exclusive = true; return *this; }
+  Def& not_built(std::string why) {
+    s.availability = Availability::NotBuilt;
+    s.reason = std::move(why);
+    return *this;
+  }
+  Def& refused(std::string why) {
+    s.availability = Availability::Refused;
+    s.reason = std::move(why);
+    return *this;
+  }
+  Def& finish(std::function<std::string(json&)> f) { s.finish = std::move(f); return *this; }
+};
+
+Def make(std::string name, FlagType type, json def, std::string help, std::string hint) {
+  Def d;
+  d.s.name = std::move(name);
+  d.s.type = type;
+  d.s.nullable = def.is_null();
+  d.s.default_value = std::move(def);
+  d.s.help = std::move(help);
+  d.s.value_hint = std::move(hint);
+  return d;
+}
+
+Def boolean(std::string n, bool def, std::string help) {
+  return make(std::move(n), FlagType::Bool, def, std::move(help), "BOOL");
+}
+Def integer(std::string n, json def, std::string help) {
+  return make(std::move(n), FlagType::Int, std::move(def), std::move(help), "N");
+}
+Def real(std::string n, json def, std::string help) {
+  return make(std::move(n), FlagType::Float, std::move(def), std::move(help), "X");
+}
+Def text(std::string n, json def, std::string help) {
+  return make(std::move(n), FlagType::String, std::move(def), std::move(help), "TEXT");
+}
+Def texts(std::string n, json def, std::string help) {
+  return make(std::move(n), FlagType::StringList, std::move(def), std::move(help), "NAME...");
+}
+Def reals(std::string n, json def, std::string help) {
+  return make(std::move(n), FlagType::FloatList, std::move(def), std::move(help), "X...");
+}
+Def mapping(std::string n, std::string help) {
+  return make(std::move(n), FlagType::Map, json::object(), std::move(help), "JSON");
+}
+
+// report_to: `none` alone means no integration; it cannot be combined with one.
+std::string finish_report_to(json& v) {
+  if (!v.is_array()) return "";
+  bool has_none = std::find(v.begin(), v.end(), json("none")) != v.end();
+  if (!has_none) return "";
+  if (v.size() > 1) return "'none' cannot be combined with other report_to values";
+  v = json::array();
+  return "";
+}
+
+std::string finish_sampler(json& v) {
+  const std::string& s = v.get_ref<const std::string&>();
+  bool ok = !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) {
+    return std::isalnum(c) || c == '_' || c == '-' || c == '.';
+  });
+  return ok ? "" : "expected a sampler name: native, external_server or one registered by a plugin";
+}
+
+std::vector<FlagSpec> build_table() {
+  std::vector<FlagSpec> t;
+  FlagGroup group = FlagGroup::ModelData;
+  auto add = [&](Def d) {
+    d.s.group = group;
+    t.push_back(std::move(d.s));
+  };
+  const std::string not_built_offload =
+      "offloading to CPU memory is not built yet; lower vllm_gpu_memory_utilization, use "
+      "--train_type lora or keep --gradient_checkpointing true to save memory";
+
+  // ---- Model and data ----
+  group = FlagGroup::ModelData;
+  add(text("model", nullptr, "model directory in Hugging Face format (config.json, safetensors, tokenizer)")
+          .hint("PATH"));
+  add(text("model_type", nullptr, "model architecture; read from config.json when unset"));
+  add(text("torch_dtype", nullptr, "bfloat16 | float16 | float32 (unset: bfloat16 on GPU, float32 on CPU)")
+          .hint("DTYPE")
+          .choices({"bfloat16", "float16", "float32"})
+          .means("auto", nullptr).means("bf16", "bfloat16").means("fp16", "float16")
+          .means("half", "float16").means("fp32", "float32").means("float", "float32"));
+  add(text("train_type", "lora", "full | lora").hint("TYPE").alias("tuner_type")
+          .choices({"full", "lora"})
+          .note("(ms-swift's other tuners, e.g. qlora or adalora, are not built)"));
+  add(integer("lora_rank", 8, "LoRA rank").at_least(1));
+  add(integer("lora_alpha", 32, "LoRA alpha (scale = alpha / rank)").at_least(1));
+  add(real("lora_dropout", 0.05, "dropout on the LoRA input").at_least(0).below(1));
+  add(texts("target_modules", json::array({"all-linear"}), "modules LoRA adapts: all-linear or a list of names"));
+  add(texts("dataset", json::array(), "training data files or directories; `path#N` takes N rows")
+          .hint("PATH..."));
+  add(texts("val_dataset", json::array(), "validation data, same form as dataset").hint("PATH..."));
+  add(real("split_dataset_ratio", 0.0, "fraction of dataset held out for validation when val_dataset is empty")
+          .at_least(0).below(1));
+  add(boolean("dataset_shuffle", true, "shuffle the training prompts"));
+  add(text("system", nullptr, "system prompt, or the path of a file that holds it"));
+  add(integer("max_length", nullptr, "limit on prompt + completion tokens (unset: the model's limit)")
+          .at_least(1));
+  add(text("truncation_strategy", "left", "left | right | delete: how a prompt over max_length is cut (delete skips the row)")
+          .hint("HOW").choices({"left", "right", "delete"}));
+  add(integer("seed", 42, "random seed (sampling seeds differ per completion)").at_least(0));
+  add(text("output_dir", "output", "directory for checkpoints, logs and args.yaml").hint("PATH"));
+  add(text("resume_from_checkpoint", nullptr, "checkpoint-<step> directory to continue from").hint("PATH"));
+  add(boolean("gradient_checkpointing", true, "recompute activations in backward to save memory"));
+
+  // ---- GRPO ----
+  group = FlagGroup::Grpo;
+  add(integer("num_generations", 8, "completions sampled per prompt (G)").at_least(2));
+  add(integer("max_completion_length", 512, "most tokens sampled per completion").at_least(1));
+  add(integer("per_device_train_batch_size", 1, "completions (not prompts) per process per micro-batch")
+          .at_least(1));
+  add(integer("per_device_eval_batch_size", 1, "completions per process per evaluation batch").at_least(1));
+  add(integer("gradient_accumulation_steps", 1, "micro-batches per optimizer step").at_least(1));
+  add(integer("steps_per_generation", nullptr,
+              "micro-batches one generation batch is split into (unset: gradient_accumulation_steps; "
+              "exclusive with generation_batch_size)").at_least(1));
+  add(integer("generation_batch_size", nullptr,
+              "completions per generation batch over all processes (unset: per_device_train_batch_size "
+              "x world size x steps_per_generation)").at_least(1));
+  add(integer("num_iterations", 1, "optimisation passes over each generation batch").at_least(1));
+  add(real("beta", 0.04, "KL coefficient; 0 loads no reference model").at_least(0));
+  add(real("epsilon", 0.2, "lower clipping range of the ratio").above(0));
+  add(real("epsilon_high", nullptr, "upper clipping range (unset: epsilon; DAPO uses 0.28)").above(0));
+  add(real("delta", nullptr, "upper cap on the unclipped ratio (two-sided clipping); > 1").above(1));
+  add(text("loss_type", "grpo", "grpo | bnpo | dr_grpo | dapo").hint("TYPE")
+          .choices({"grpo", "bnpo", "dr_grpo", "dapo"}));
+  add(text("importance_sampling_level", "token", "token | sequence (GSPO)").hint("LEVEL")
+          .choices({"token", "sequence"}));
+  add(text("scale_rewards", "group", "group | batch | none (true = group, false = none)").hint("HOW")
+          .choices({"group", "batch", "none"})
+          .means("true", "group").means("false", "none"));
+  add(real("temperature", 0.9, "sampling temperature").above(0));
+  add(real("top_p", 0.9, "nucleus sampling mass").above(0).at_most(1));
+  add(integer("top_k", 50, "sample among the k most likely tokens (0 or -1: off)").at_least(-1));
+  add(real("min_p", 0.0, "drop tokens below min_p x the top probability").at_least(0).at_most(1));
+  add(real("repetition_penalty", 1.0, "penalty on tokens already present (1: off)").above(0));
+  add(texts("stop_words", json::array(), "strings that end a completion").hint("TEXT..."));
+  add(boolean("dynamic_sample", false, "DAPO: keep only groups whose rewards differ, resampling prompts"));
+  add(integer("max_resample_times", 3, "most resampling rounds for dynamic_sample").at_least(0));
+  add(boolean("overlong_filter", false, "DAPO: no loss on truncated completions"));
+  add(text("ref_model", nullptr, "reference model directory (unset: the initial policy)").hint("PATH"));
+  const std::string no_ref_sync =
+      "syncing the reference model with the policy is not built yet; the reference model stays the "
+      "initial policy (set --beta 0 to train without one)";
+  add(boolean("sync_ref_model", false, "periodically move the reference model towards the policy")
+          .not_built(no_ref_sync));
+  add(integer("ref_model_sync_steps", 512, "steps between reference-model syncs").not_built(no_ref_sync));
+  add(real("ref_model_mixup_alpha", 0.6, "mixing weight of a reference-model sync").not_built(no_ref_sync));
+
+  // ---- Rewards ----
+  group = FlagGroup::Rewards;
+  add(texts("reward_funcs", json::array(),
+            "reward functions: accuracy, format, cosine, repetition, soft_overlong or a plugin's name"));
+  add(reals("reward_weights", nullptr, "one weight per reward function, reward models last (unset: all 1.0)"));
+  add(texts("reward_model", json::array(), "reward model directories").hint("PATH...")
+          .not_built("reward models are not built yet; use a reward plugin (--plugins) meanwhile"));
+  add(real("cosine_min_len_value_wrong", -0.5, "cosine reward of a wrong answer at length 0"));
+  add(real("cosine_max_len_value_wrong", 0.0, "cosine reward of a wrong answer at cosine_max_len"));
+  add(real("cosine_min_len_value_correct", 1.0, "cosine reward of a right answer at length 0"));
+  add(real("cosine_max_len_value_correct", 0.5, "cosine reward of a right answer at cosine_max_len"));
+  add(integer("cosine_max_len", nullptr, "length scale of the cosine reward (unset: max_completion_length)")
+          .at_least(1));
+  add(integer("repetition_n_grams", 3, "n-gram size of the repetition penalty").at_least(1));
+  add(real("repetition_max_penalty", -1.0, "most negative repetition penalty").at_most(0));
+  add(integer("soft_max_length", nullptr, "soft_overlong L_max (unset: max_completion_length)").at_least(1));
+  add(integer("soft_cache_length", nullptr, "soft_overlong L_cache: length of the penalty ramp; required with soft_overlong")
+          .at_least(1));
+
+  // ---- Plugins ----
+  group = FlagGroup::Plugins;
+  add(texts("plugins", json::array(), "plugin .so files to load").hint("PATH...").alias("external_plugins"));
+  const std::string no_multi_turn =
+      "multi-turn rollouts are not built yet; drop this flag to train single-turn";
+  add(text("multi_turn_func", nullptr, "multi-turn scheduler name").hint("NAME").alias("multi_turn_scheduler")
+          .not_built(no_multi_turn));
+  add(integer("max_turns", nullptr, "most turns of a multi-turn rollout").at_least(1).not_built(no_multi_turn));
+  add(mapping("plugin_args", "per-plugin options keyed by plugin name, e.g. '{\"my_reward\": {\"threshold\": 1024}}'"));
+  add(text("sampler", "native", "sampler plugin: native (in-process) or external_server (rollout server over HTTP)")
+          .hint("NAME").finish(finish_sampler));
+  add(mapping("sampler_args", "options of the sampler, e.g. '{\"base_url\": \"http://127.0.0.1:8000\"}'"));
+
+  // ---- Sampling backend and memory ----
+  group = FlagGroup::Sampling;
+  add(boolean("use_vllm", false,
+              "fast sampling: sampler external_server when a server address is given, else native"));
+  add(text("vllm_mode", "colocate", "colocate (sample in the training process) | server").hint("MODE")
+          .choices({"colocate", "server"}));
+  add(text("vllm_server_base_url", nullptr, "rollout server URL, e.g. http://10.0.0.2:8000").hint("URL"));
+  add(text("vllm_server_host", nullptr, "rollout server host").hint("HOST"));
+  add(integer("vllm_server_port", 8000, "rollout server port").at_least(1).at_most(65535));
+  add(real("vllm_server_timeout", 240.0, "seconds to wait for the rollout server").above(0).hint("SECONDS"));
+  add(real("vllm_gpu_memory_utilization", 0.9, "fraction of device memory the native sampler's KV cache may use")
+          .above(0).at_most(1));
+  add(integer("vllm_max_model_len", nullptr, "longest prompt + completion the sampler holds (unset: max_length)")
+          .at_least(1));
+  add(boolean("vllm_enable_prefix_caching", true, "reuse the KV cache of a prompt across its G completions"));
+  add(integer("vllm_tensor_parallel_size", 1, "devices one sampler spans").alias("tensor_parallel_size")
+          .not_built("tensor-parallel sampling is not built yet: every process samples on its own device; "
+                     "leave it at 1"));
+  add(integer("sleep_level", 0, "free the sampler's memory while training (0: never)").at_least(0).at_most(2)
+          .not_built("putting the sampler to sleep during training is not built yet; leave sleep_level 0 "
+                     "and lower vllm_gpu_memory_utilization to leave room for training"));
+  add(boolean("offload_model", false, "move the model to CPU while sampling").not_built(not_built_offload));
+  add(boolean("offload_optimizer", false, "move optimizer state to CPU while sampling")
+          .not_built(not_built_offload));
+  add(integer("move_model_batches", nullptr, "batches in which weights move to the sampler").at_least(1)
+          .not_built("moving weights to the sampler in layer batches (ZeRO-3 style gathering) is not "
+                     "built yet; drop this flag"));
+  add(boolean("async_generate", false, "generate the next batch while training on this one (one step off-policy)"));
+  add(boolean("vllm_importance_sampling_correction", false,
+              "correct for the sampler's own log-probs (truncated importance sampling)"));
+  add(text("vllm_importance_sampling_mode", "sequence_mask",
+           "token_truncate | token_mask | sequence_truncate | sequence_mask").hint("MODE")
+          .choices({"token_truncate", "token_mask", "sequence_truncate", "sequence_mask"}));
+  add(real("vllm_importance_sampling_clip_max", 3.0, "cap of the importance ratio").above(0));
+
+  // ---- Optimisation, logging, saving ----
+  group = FlagGroup::Optimisation;
+  add(real("learning_rate", 1e-6, "AdamW learning rate").at_least(0));
+  add(real("weight_decay", 0.1, "AdamW weight decay").at_least(0));
+  add(real("adam_beta1", 0.9, "AdamW beta1").at_least(0).below(1));
+  add(real("adam_beta2", 0.95, "AdamW beta2").at_least(0).below(1));
+  add(real("adam_epsilon", 1e-8, "AdamW epsilon").above(0));
+  add(real("max_grad_norm", 1.0, "gradient clipping norm (0: no clipping)").at_least(0));
+  add(text("lr_scheduler_type", "cosine", "cosine | linear | constant | constant_with_warmup").hint("TYPE")
+          .choices({"cosine", "linear", "constant", "constant_with_warmup"}));
+  add(real("warmup_ratio", 0.05, "fraction of the steps spent warming up").at_least(0).at_most(1));
+  add(integer("warmup_steps", nullptr, "warm-up steps; overrides warmup_ratio").at_least(0));
+  add(real("num_train_epochs", 1.0, "passes over the training prompts").above(0));
+  add(integer("max_steps", nullptr, "optimizer steps to run; overrides num_train_epochs (-1: unset)")
+          .at_least(1).means("-1", nullptr));
+  add(integer("logging_steps", 5, "optimizer steps between log lines").at_least(1));
+  add(integer("eval_steps", nullptr, "optimizer steps between evaluations (unset: save_steps)").at_least(1));
+  add(integer("save_steps", 500, "optimizer steps between checkpoints (null: only at the end)").at_least(1));
+  add(integer("save_total_limit", nullptr, "checkpoints kept; the oldest are deleted (unset: all)").at_least(1));
+  add(boolean("log_completions", false, "write every completion to completions.jsonl"));
+  const std::string python_trackers =
+      "is a Python service; grpo-host writes TensorBoard event files (report_to tensorboard) and "
+      "logging.jsonl, which other tools can import";
+  add(texts("report_to", json::array({"tensorboard"}), "tensorboard | none").hint("WHERE...")
+          .choices({"tensorboard", "none"}).means("all", "tensorboard")
+          .refuse_value("wandb", "Weights & Biases " + python_trackers)
+          .refuse_value("swanlab", "SwanLab " + python_trackers)
+          .refuse_value("mlflow", "MLflow " + python_trackers)
+          .refuse_value("comet_ml", "Comet " + python_trackers)
+          .refuse_value("neptune", "Neptune " + python_trackers)
+          .refuse_value("clearml", "ClearML " + python_trackers)
+          .finish(finish_report_to));
+  add(integer("dataloader_num_workers", 1, "threads preparing batches in the background (0: none)")
+          .at_least(0));
+  add(integer("dataset_num_proc", 1, "threads preprocessing (tokenising) the dataset").at_least(1));
+  add(integer("num_threads", 0, "CPU threads for compute (0: one per core)").at_least(0));
+
+  // ---- Flags of ms-swift scripts ----
+  group = FlagGroup::Compat;
+  add(text("rlhf_type", "grpo", "accepted: grpo is the only mode").hint("TYPE").choices({"grpo"})
+          .note("(grpo-host trains GRPO only; use ms-swift for DPO, KTO, PPO and the others)"));
+  add(integer("ddp_timeout", 1800, "seconds a collective operation waits for the other processes before failing")
+          .at_least(1).hint("SECONDS"));
+  add(text("loss_scale", nullptr, "accepted: last_round and default both put loss on exactly the sampled tokens")
+          .hint("NAME").choices({"last_round", "default"}));
+  add(text("deepspeed", nullptr, "refused").hint("CONFIG").refused(
+      "DeepSpeed is Python-only; grpo-host runs plain data parallel over the NPROC_PER_NODE processes with "
+      "no ZeRO sharding, so drop --deepspeed (to save memory use --train_type lora, keep "
+      "--gradient_checkpointing true or lower --vllm_gpu_memory_utilization)"));
+  add(boolean("use_hf", false, "refused").refused(
+      "grpo-host downloads nothing: --model and --dataset are local paths; fetch them first (e.g. "
+      "`huggingface-cli download Qwen/Qwen2.5-7B-Instruct --local-dir Qwen2.5-7B-Instruct`) and drop --use_hf"));
+  add(text("attn_impl", nullptr, "refused").hint("NAME").refused(
+      "grpo-host picks its attention kernel itself for the device it runs on; drop --attn_impl"));
+  add(text("template", nullptr, "refused").hint("NAME").refused(
+      "grpo-host applies the chat template of the model's tokenizer_config.json; drop --template"));
+  add(boolean("padding_free", false, "refused").refused(
+      "padding_free is a transformers/flash-attn option; grpo-host lays out its batches itself, drop it"));
+  add(boolean("use_liger_kernel", false, "refused").refused(
+      "Liger kernels are Python/Triton; grpo-host already computes log-probs in chunks so no "
+      "[batch, length, vocab] tensor is built, drop it"));
+  add(boolean("load_from_cache_file", false, "refused").refused(
+      "grpo-host keeps no dataset cache between runs (prompts are tokenised at start-up); drop it"));
+  add(boolean("dataloader_drop_last", true, "refused when false").refused(
+      "GRPO always drops an incomplete last generation batch so that every prompt keeps its "
+      "num_generations completions; drop this flag"));
+  add(boolean("ds3_gather_for_generation", true, "refused when false").refused(
+      "there is no ZeRO-3 in grpo-host: every process holds the full weights it samples with; drop this flag"));
+  add(integer("sequence_parallel_size", 1, "not built").not_built(
+      "sequence parallelism is not built yet; leave it at 1 (for long sequences lower "
+      "max_completion_length or keep gradient_checkpointing on)"));
+  add(boolean("gc_collect_after_offload", false, "not built").not_built(not_built_offload));
+  add(integer("num_infer_workers", 1, "refused").refused(
+      "num_infer_workers (ms-swift 3.4 and older) placed sampling engines on extra GPUs; grpo-host "
+      "samples in every training process, or on separate GPUs through a rollout server "
+      "(--use_vllm true --vllm_mode server --vllm_server_host HOST)"));
+  add(texts("vllm_device", json::array({"auto"}), "refused").refused(
+      "grpo-host samples on each process's own device, or on a rollout server (--vllm_mode server); "
+      "drop --vllm_device"));
+  add(integer("vllm_max_num_seqs", 256, "refused").refused(
+      "the native sampler sizes its batches from vllm_gpu_memory_utilization; drop --vllm_max_num_seqs"));
+  add(boolean("vllm_enforce_eager", false, "refused").refused(
+      "the native sampler has no CUDA-graph capture to turn off; drop --vllm_enforce_eager"));
+  add(text("vllm_limit_mm_per_prompt", nullptr, "refused").refused(
+      "multimodal inputs are not supported by grpo-host; drop this flag"));
+  add(boolean("use_lmdeploy", false, "refused").refused(
+      "LMDeploy is a Python engine (and left ms-swift in 3.5); grpo-host uses its native sampler or a "
+      "rollout server, drop --use_lmdeploy"));
+  add(integer("mini_batch_size", nullptr, "refused").refused(
+      "mini_batch_size left ms-swift in 3.4; for several optimizer steps per generation set "
+      "--steps_per_generation to a multiple of --gradient_accumulation_steps"));
+  add(integer("num_completions_to_print", nullptr, "refused").refused(
+      "printing completions is a wandb/rich feature; use --log_completions true and read completions.jsonl"));
+  add(boolean("wandb_log_unique_prompts", false, "refused").refused(
+      "wandb is not supported; use --log_completions true and read completions.jsonl"));
+  return t;
+}
+
+std::string normalise(std::string_view name) {
+  std::string out(name);
+  std::replace(out.begin(), out.end(), '-', '_');
+  return out;
+}
+
+}  // namespace
+
+const std::vector<FlagSpec>& flag_table() {
+  static const std::vector<FlagSpec> table = build_table();
+  return table;
+}
+
+const FlagSpec* find_flag(std::string_view name) {
+  const std::string key = normalise(name);
+  for (const FlagSpec& spec : flag_table()) {
+    if (spec.name == key) return &spec;
+    for (const std::string& a : spec.aliases)
+      if (a == key) return &spec;
+  }
+  return nullptr;
+}
+
+std::string closest_flag_name(std::string_view name) {
+  const std::string key = normalise(name);
+  std::string best;
+  size_t best_distance = SIZE_MAX;
+  auto consider = [&](const std::string& candidate) {
+    size_t d = util::edit_distance(key, candidate);
+    // A candidate that contains the typed name (a truncated flag) counts as close too.
+    if (key.size() >= 4 && candidate.find(key) != std::string::npos) d = std::min<size_t>(d, 2);
+    if (d < best_distance) {
+      best_distance = d;
+      best = candidate;
+    }
+  };
+  for (const FlagSpec& spec : flag_table()) {
+    consider(spec.name);
+    for (const std::string& a : spec.aliases) consider(a);
+  }
+  // Beyond about a third of the name, a suggestion is more confusing than none.
+  const size_t limit = std::max<size_t>(2, key.size() / 3);
+  return best_distance <= limit ? best : std::string();
+}
+
+std::string_view group_title(FlagGroup group) {
+  switch (group) {
+    case FlagGroup::ModelData: return "Model and data";
+    case FlagGroup::Grpo: return "GRPO";
+    case FlagGroup::Rewards: return "Rewards";
+    case FlagGroup::Plugins: return "Plugins";
+    case FlagGroup::Sampling: return "Sampling backend and memory";
+    case FlagGroup::Optimisation: return "Optimisation, logging, saving";
+    case FlagGroup::Compat: return "Flags of ms-swift scripts (accepted where grpo-host has an equivalent)";
+  }
+  return "";
+}
+
+}  // namespace grpo::config

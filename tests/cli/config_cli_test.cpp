@@ -1,0 +1,73 @@
+// `grpo-host config` and the train command's refusal, as a user runs them.
+#include <gtest/gtest.h>
+
+#include "cli/cli_util.h"
+
+using namespace grpo::testing;
+
+namespace {
+
+// "key: value" lines without comments.
+std::vector<std::string> values_of(const std::string& yaml) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start < yaml.size()) {
+    size_t end = yaml.find('\n', start);
+    if (end == std::string::npos) end = yaml.size();
+    std::string line = yaml.substr(start, end - start);
+    start = end + 1;
+    size_t hash = line.find("  #");
+    if (hash != std::string::npos) line.resize(hash);
+    if (!line.empty() && line[0] != '#' && line.find(": ") != std::string::npos) out.push_back(line);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(ConfigCommand, PrintsAndSavesTheResolvedConfigurationThatLoadsAgain) {
+  std::string dir = temp_dir("config_cmd");
+  write_file(dir + "/x.yaml", "num_generations: 4\nper_device_train_batch_size: 4\nlearning_rate: 2.0e-6\n");
+  CommandResult r = run_host("config --config " + dir + "/x.yaml --beta 0.0 --save " + dir + "/args.yaml");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("num_generations: 4"), std::string::npos) << r.output;
+  std::string saved = read_file(dir + "/args.yaml");
+  EXPECT_NE(saved.find("beta: 0"), std::string::npos) << saved;
+  CommandResult again = run_host("config --config " + dir + "/args.yaml");
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  // Same values; only the comments on derived values may differ.
+  EXPECT_EQ(values_of(again.output), values_of(r.output));
+}
+
+TEST(ConfigCommand, UnknownKeyNamesFileLineAndTheClosestFlag) {
+  std::string dir = temp_dir("config_typo");
+  write_file(dir + "/x.yaml", "num_generations: 4\nper_device_train_batch_size: 4\nlearnig_rate: 1e-6\n");
+  CommandResult r = run_host("config --config " + dir + "/x.yaml");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("x.yaml:3"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("learning_rate"), std::string::npos) << r.output;
+}
+
+TEST(ConfigCommand, BadCommandLineFlagSuggestsTheRightOne) {
+  CommandResult r = run_host("config --num_generation 8");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--num_generations"), std::string::npos) << r.output;
+}
+
+TEST(TrainCommand, SaysTrainingIsNotBuiltYetAfterValidating) {
+  std::string dir = temp_dir("train_refused");
+  write_file(dir + "/x.yaml", "num_generations: 4\nper_device_train_batch_size: 4\n");
+  CommandResult r = run_host("--config " + dir + "/x.yaml");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("not built yet"), std::string::npos) << r.output;
+  r = run_host("train --config " + dir + "/x.yaml --epsilon -1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("epsilon"), std::string::npos) << r.output;
+}
+
+TEST(HelpCommand, ListsCommandsAndFlagGroups) {
+  CommandResult r = run_host("--help");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* s : {"score", "plugins", "num_generations", "reward_funcs", "cosine_max_len"})
+    EXPECT_NE(r.output.find(s), std::string::npos) << s;
+}
