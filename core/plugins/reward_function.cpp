@@ -1,5 +1,7 @@
 #include "plugins/reward_function.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -22,8 +24,9 @@ namespace {
 
 grpo_str as_str(const std::string& s) { return grpo_str{s.data(), s.size()}; }
 
-// Below this many samples per thread, threads cost more than they save.
-constexpr size_t kMinSamplesPerThread = 8;
+// Starting a thread costs tens of microseconds: a thread only pays off with
+// at least this much scoring work to do.
+constexpr double kMinSecondsPerThread = 200e-6;
 
 }  // namespace
 
@@ -154,8 +157,15 @@ std::vector<double> RewardFunction::score(const std::vector<RewardInput>& inputs
   }
 
   grpo_trainer_state st{sizeof(grpo_trainer_state), state.global_step, state.max_steps, state.epoch};
+  // Threads only when the plugin allows it and the last measured cost per
+  // sample says the batch is worth splitting (the first batch runs on one
+  // thread and measures).
   size_t threads = 1;
-  if (thread_safe()) threads = std::min<size_t>(num_threads_, std::max<size_t>(1, n / kMinSamplesPerThread));
+  if (thread_safe() && seconds_per_sample_ > 0) {
+    const double work_s = seconds_per_sample_ * static_cast<double>(n);
+    threads = std::clamp<size_t>(static_cast<size_t>(work_s / kMinSecondsPerThread), 1, static_cast<size_t>(num_threads_));
+  }
+  const auto start = std::chrono::steady_clock::now();
 
   std::vector<std::string> errors(threads);
   std::vector<char> ok(threads, 0);
@@ -168,6 +178,10 @@ std::vector<double> RewardFunction::score(const std::vector<RewardInput>& inputs
       workers.emplace_back([&, t, begin, end] { ok[t] = score_range(samples, begin, end, st, rewards.data(), &errors[t]); });
     }
     for (auto& w : workers) w.join();
+  }
+  if (threads == 1) {
+    seconds_per_sample_ =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / static_cast<double>(n);
   }
   for (size_t t = 0; t < threads; ++t) {
     if (ok[t]) continue;

@@ -49,6 +49,7 @@ class RewardFunction {
   void* instance_ = nullptr;
   int num_threads_ = 1;
   long failures_ = 0;
+  double seconds_per_sample_ = 0;  // measured on single-threaded calls
 };
 
 }  // namespace grpo::plugins

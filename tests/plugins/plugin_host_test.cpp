@@ -151,16 +151,21 @@ TEST(PluginHost, NaNMeansNoOpinionAndIsNotAFailure) {
   EXPECT_EQ(fn->failures(), 0);
 }
 
-TEST(PluginHost, ThreadSafePluginScoresLargeBatchesInParallelWithSameResult) {
-  auto fn = make(FIXTURE_OK, "fixture");
-  std::vector<RewardInput> in;
-  for (int i = 0; i < 1000; ++i) {
-    RewardInput x;
-    x.completion = std::string(static_cast<size_t>(i % 37), 'x');
-    in.push_back(x);
+TEST(PluginHost, ThreadSafePluginWithEnoughWorkIsScoredInParallel) {
+  auto fn = make(FIXTURE_SLOW, "fixture_slow");  // 20 ms per call; reward = calls seen at once
+  std::vector<RewardInput> in(64);
+  std::vector<double> first = fn->score(in, {});  // one thread: measures the cost
+  EXPECT_EQ(first[0], 1);
+  std::vector<double> second = fn->score(in, {});  // worth two threads now
+  EXPECT_EQ(second.front(), 2);
+  EXPECT_EQ(second.back(), 2);
+  auto cheap = make(FIXTURE_OK, "fixture");  // sub-microsecond work stays on one thread
+  std::vector<RewardInput> many(1000);
+  for (int i = 0; i < 1000; ++i) many[i].completion = std::string(static_cast<size_t>(i % 37), 'x');
+  for (int round = 0; round < 2; ++round) {
+    std::vector<double> r = cheap->score(many, {});
+    for (int i = 0; i < 1000; ++i) ASSERT_EQ(r[i], i % 37);
   }
-  std::vector<double> r = fn->score(in, {});
-  for (int i = 0; i < 1000; ++i) ASSERT_EQ(r[i], i % 37);
 }
 
 TEST(PluginHost, UnknownPluginNameSuggestsTheClosest) {

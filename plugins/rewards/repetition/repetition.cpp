@@ -3,6 +3,7 @@
 // the generated token ids, which also works for text without spaces (CJK).
 #include <cctype>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -10,29 +11,37 @@
 
 namespace {
 
-std::vector<std::string> lower_words(std::string_view text) {
-  std::vector<std::string> words;
+// ASCII whitespace as Python's str.split() sees it (it also splits on
+// non-ASCII spaces such as U+00A0; those stay inside words here).
+bool is_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f); }
+
+// Whitespace words of the lower-cased text, each interned as a small integer
+// so that n-grams compare as integer tuples, not strings.
+std::vector<int32_t> word_ids(std::string_view text) {
+  std::string lower(text);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::unordered_map<std::string_view, int32_t> ids;
+  std::vector<int32_t> words;
   size_t i = 0;
-  while (i < text.size()) {
-    while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+  while (i < lower.size()) {
+    while (i < lower.size() && is_space(static_cast<unsigned char>(lower[i]))) ++i;
     size_t start = i;
-    while (i < text.size() && !std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+    while (i < lower.size() && !is_space(static_cast<unsigned char>(lower[i]))) ++i;
     if (i > start) {
-      std::string w(text.substr(start, i - start));
-      for (char& c : w) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      words.push_back(std::move(w));
+      auto [it, fresh] = ids.emplace(std::string_view(lower).substr(start, i - start), static_cast<int32_t>(ids.size()));
+      words.push_back(it->second);
     }
   }
   return words;
 }
 
-// Fraction of repeated n-grams among `total` n-grams built by `key(i)`.
-template <class KeyFn>
-double repeated_fraction(size_t count, size_t n, KeyFn key) {
+// 1 - unique n-grams / n-grams, over a sequence of integer units.
+double repeated_fraction(const int32_t* units, size_t count, size_t n) {
   const size_t total = count - n + 1;
-  std::unordered_set<std::string> unique;
+  std::unordered_set<std::string_view> unique;
   unique.reserve(total);
-  for (size_t i = 0; i < total; ++i) unique.insert(key(i));
+  const char* bytes = reinterpret_cast<const char*>(units);
+  for (size_t i = 0; i < total; ++i) unique.insert(std::string_view(bytes + i * sizeof(int32_t), n * sizeof(int32_t)));
   return 1.0 - static_cast<double>(unique.size()) / static_cast<double>(total);
 }
 
@@ -66,20 +75,13 @@ struct Repetition : grpo::RewardBase {
       const int32_t* ids = s.completion_ids();
       if (!ids && s.completion_tokens() != 0)
         throw grpo::Error("repetition with unit=token needs the generated token ids; use unit=word for text");
-      size_t count = s.n_completion_ids();
-      if (count < k) return 0.0;
-      return max_penalty * repeated_fraction(count, k, [&](size_t i) {
-               return std::string(reinterpret_cast<const char*>(ids + i), k * sizeof(int32_t));
-             });
+      if (s.n_completion_ids() < k) return 0.0;
+      return max_penalty * repeated_fraction(ids, s.n_completion_ids(), k);
     }
     if (s.completion().empty()) return 0.0;
-    std::vector<std::string> words = lower_words(s.completion());
+    std::vector<int32_t> words = word_ids(s.completion());
     if (words.size() < k) return 0.0;
-    return max_penalty * repeated_fraction(words.size(), k, [&](size_t i) {
-             std::string key;
-             for (size_t j = 0; j < k; ++j) (key += words[i + j]) += '\x1f';
-             return key;
-           });
+    return max_penalty * repeated_fraction(words.data(), words.size(), k);
   }
 
   void score(const grpo::RewardBatch& batch, double* rewards) const {
