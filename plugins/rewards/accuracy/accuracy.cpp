@@ -10,9 +10,9 @@ struct Accuracy : grpo::RewardBase {
   static constexpr const char* version = "1.0.0";
   static constexpr const char* description =
       "1.0 if the completion's \\boxed{} / anchored answer equals column 'solution' (Math-Verify semantics)";
-  // The computer-algebra library keeps global reference-counted objects, so
-  // one call at a time.
-  static constexpr bool thread_safe = false;
+  // Extraction and plain-number comparisons run in parallel; the engine
+  // serialises the computer-algebra part itself.
+  static constexpr bool thread_safe = true;
 
   Accuracy(const grpo::Options&, const grpo::Host& h) : host(h) {}
 

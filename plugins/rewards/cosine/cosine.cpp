@@ -22,7 +22,7 @@ struct Cosine : grpo::RewardBase {
   static constexpr const char* name = "cosine";
   static constexpr const char* version = "1.0.0";
   static constexpr const char* description = "accuracy scaled by length with a cosine schedule (needs 'solution')";
-  static constexpr bool thread_safe = false;  // uses the accuracy engine
+  static constexpr bool thread_safe = true;  // as accuracy
 
   static std::vector<grpo::OptionSpec> options() {
     return {{"cosine_min_len_value_wrong", "float", "-0.5", "reward of a wrong answer of length 0"},
