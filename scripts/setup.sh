@@ -13,6 +13,7 @@ PACKAGES=(
   libcli11-dev                        # command line
   libginac-dev libcln-dev             # computer algebra for the accuracy reward
   libpcre2-dev                        # Unicode regex (tokenizer pre-split)
+  libutf8proc-dev                     # Unicode NFC normalization (tokenizer)
   libcpp-httplib-dev                  # rollout protocol
   libdlpack-dev                       # reference dlpack.h, checked against the SDK's own copy
   libgtest-dev libgmock-dev libbenchmark-dev
