@@ -1,0 +1,122 @@
+#include "model/engine.h"
+
+#include <algorithm>
+#include <random>
+#include <stdexcept>
+
+#include <torch/types.h>
+#include <torch/utils.h>
+
+#include "tokenizer/tokenizer.h"
+
+namespace grpo::model {
+
+Engine::Engine(CausalLM model, const tok::Tokenizer* tokenizer) : model_(std::move(model)), tokenizer_(tokenizer) {}
+
+namespace {
+
+// Prompts left-padded into one batch: ids and mask [P, Lmax].
+std::pair<at::Tensor, at::Tensor> left_padded(const std::vector<GenerateRequest>& requests, at::Device device) {
+  size_t max_len = 0;
+  for (const auto& r : requests) max_len = std::max(max_len, r.prompt_ids.size());
+  const auto P = static_cast<int64_t>(requests.size()), L = static_cast<int64_t>(max_len);
+  at::Tensor ids = at::zeros({P, L}, at::kLong), mask = at::zeros({P, L}, at::kLong);
+  for (int64_t p = 0; p < P; ++p) {
+    const auto& prompt = requests[static_cast<size_t>(p)].prompt_ids;
+    const int64_t pad = L - static_cast<int64_t>(prompt.size());
+    for (size_t t = 0; t < prompt.size(); ++t) ids[p][pad + static_cast<int64_t>(t)] = prompt[t];
+    mask[p].narrow(0, pad, L - pad).fill_(1);
+  }
+  return {ids.to(device), mask.to(device)};
+}
+
+// A stop string ends a completion once it appears in the text of its last
+// tokens (each token is at least one byte, so a window of len + 1 tokens holds
+// any stop string that the newest token completes).
+bool hits_stop_string(const tok::Tokenizer& tokenizer, const std::vector<int32_t>& ids,
+                      const std::vector<std::string>& stops, size_t window) {
+  std::vector<int32_t> tail(ids.end() - static_cast<std::ptrdiff_t>(std::min(window, ids.size())), ids.end());
+  std::string text = tokenizer.decode(tail);
+  for (const auto& s : stops)
+    if (!s.empty() && text.find(s) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+std::vector<Completion> Engine::generate(const std::vector<GenerateRequest>& requests, const SamplingParams& params) {
+  if (params.temperature <= 0) throw std::invalid_argument("temperature must be > 0 (use top_k = 1 for greedy)");
+  if (!params.stop_strings.empty() && !tokenizer_)
+    throw std::invalid_argument("stop strings need the engine's tokenizer");
+  std::vector<Completion> out;
+  for (size_t r = 0; r < requests.size(); ++r) {
+    if (requests[r].prompt_ids.empty()) throw std::invalid_argument("request " + std::to_string(r) + " has an empty prompt");
+    for (int64_t i = 0; i < requests[r].n; ++i) out.push_back(Completion{r, i, {}, {}, FinishReason::Length});
+  }
+  if (out.empty() || params.max_new_tokens <= 0) return out;
+
+  torch::NoGradGuard no_grad;
+  const at::Device device = model_->model->embed_tokens->weight.device();
+  const int64_t V = model_->config().vocab_size;
+  size_t stop_window = 1;
+  for (const auto& s : params.stop_strings) stop_window = std::max(stop_window, s.size() + 1);
+
+  // Prefill each distinct prompt once, then give each copy the prompt's cache.
+  auto [prompt_ids, prompt_mask] = left_padded(requests, device);
+  KvCache cache = model_->new_cache();
+  at::Tensor hidden = model_->hidden_states(prompt_ids, prompt_mask, {}, &cache);  // [P, L, H]
+  at::Tensor last = model_->logits(hidden.select(1, hidden.size(1) - 1));         // [P, V]
+  std::vector<int64_t> copy_of;
+  for (const auto& c : out) copy_of.push_back(static_cast<int64_t>(c.request));
+  at::Tensor rows = at::tensor(copy_of, at::kLong).to(device);
+  cache.select_rows(rows);
+  at::Tensor logits = last.index_select(0, rows);  // [N, V]
+
+  std::vector<std::mt19937_64> rng_store;
+  for (const auto& c : out) rng_store.emplace_back(sequence_seed(requests[c.request].seed, static_cast<uint64_t>(c.index)));
+  at::Tensor seen;
+  if (params.repetition_penalty != 1.0) {
+    seen = at::zeros({static_cast<int64_t>(out.size()), V}, at::TensorOptions().dtype(at::kBool).device(device));
+    for (size_t i = 0; i < out.size(); ++i)
+      for (int32_t id : requests[out[i].request].prompt_ids) seen[static_cast<int64_t>(i)][id] = true;
+  }
+
+  std::vector<size_t> active(out.size());  // batch row -> completion
+  for (size_t i = 0; i < out.size(); ++i) active[i] = i;
+  for (int64_t step = 0; step < params.max_new_tokens && !active.empty(); ++step) {
+    std::vector<std::mt19937_64*> rngs;
+    for (size_t a : active) rngs.push_back(&rng_store[a]);
+    Sampled s = sample_next(logits, seen, params, rngs);
+    at::Tensor tokens_cpu = s.tokens.to(at::kCPU), logp_cpu = s.logprobs.to(at::kCPU);
+    std::vector<int64_t> keep;
+    for (size_t b = 0; b < active.size(); ++b) {
+      Completion& c = out[active[b]];
+      const auto token = static_cast<int32_t>(tokens_cpu[static_cast<int64_t>(b)].item<int64_t>());
+      c.ids.push_back(token);
+      c.logprobs.push_back(logp_cpu[static_cast<int64_t>(b)].item<float>());
+      const auto& stops = requests[c.request].stop_ids;
+      bool stopped = std::find(stops.begin(), stops.end(), token) != stops.end();
+      if (!stopped && !params.stop_strings.empty())
+        stopped = hits_stop_string(*tokenizer_, c.ids, params.stop_strings, stop_window);
+      if (stopped) c.finish = FinishReason::Stop;
+      else keep.push_back(static_cast<int64_t>(b));
+    }
+    if (keep.empty() || step + 1 == params.max_new_tokens) break;
+    at::Tensor next = s.tokens;
+    if (keep.size() != active.size()) {  // finished rows leave the batch
+      at::Tensor index = at::tensor(keep, at::kLong).to(device);
+      cache.select_rows(index);
+      next = next.index_select(0, index);
+      if (seen.defined()) seen = seen.index_select(0, index);
+      std::vector<size_t> still;
+      for (int64_t b : keep) still.push_back(active[static_cast<size_t>(b)]);
+      active = std::move(still);
+    }
+    if (seen.defined()) seen.scatter_(1, next.unsqueeze(1), true);
+    at::Tensor step_mask = at::ones({next.size(0), 1}, at::TensorOptions().dtype(at::kLong).device(device));
+    logits = model_->logits(model_->hidden_states(next.unsqueeze(1), step_mask, {}, &cache).squeeze(1));
+  }
+  return out;
+}
+
+}  // namespace grpo::model

@@ -1,0 +1,77 @@
+#include "model/sampling.h"
+
+#include <limits>
+
+namespace grpo::model {
+
+uint64_t sequence_seed(uint64_t seed, uint64_t index) {
+  // splitmix64 of (seed, index): well-spread seeds from consecutive inputs.
+  uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (index + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+namespace {
+
+constexpr float kMasked = -std::numeric_limits<float>::infinity();
+
+// Keeps the smallest set of most likely tokens whose probability reaches top_p.
+void mask_top_p(at::Tensor& scaled, double top_p) {
+  auto [sorted, order] = scaled.sort(-1, /*descending=*/true);
+  at::Tensor cumulative = sorted.softmax(-1).cumsum(-1);
+  // Drop a token when the tokens before it already reach top_p (the first always stays).
+  at::Tensor drop_sorted = (cumulative - sorted.softmax(-1)) >= top_p;
+  at::Tensor drop = at::zeros_like(drop_sorted).scatter_(-1, order, drop_sorted);
+  scaled.masked_fill_(drop, kMasked);
+}
+
+}  // namespace
+
+Sampled sample_next(const at::Tensor& logits_in, const at::Tensor& seen, const SamplingParams& params,
+                    std::vector<std::mt19937_64*>& rngs) {
+  at::Tensor logits = logits_in.to(at::kFloat);  // [B, V]
+  if (params.repetition_penalty != 1.0 && seen.defined()) {
+    at::Tensor penalised =
+        at::where(logits > 0, logits / params.repetition_penalty, logits * params.repetition_penalty);
+    logits = at::where(seen, penalised, logits);
+  }
+  at::Tensor scaled = logits / params.temperature;
+  Sampled out;
+  at::Tensor logp = scaled.log_softmax(-1);
+
+  if (params.top_k > 0 && params.top_k < scaled.size(-1)) {
+    at::Tensor kth = std::get<0>(scaled.topk(params.top_k, -1)).narrow(-1, params.top_k - 1, 1);  // [B, 1]
+    scaled = scaled.masked_fill(scaled < kth, kMasked);
+  }
+  if (params.top_p < 1.0) mask_top_p(scaled, params.top_p);
+  if (params.min_p > 0.0) {
+    at::Tensor probs = scaled.softmax(-1);
+    at::Tensor floor = std::get<0>(probs.max(-1, /*keepdim=*/true)) * params.min_p;
+    scaled = scaled.masked_fill(probs < floor, kMasked);
+  }
+
+  // Inverse-CDF sampling with each row's own uniform draw: reproducible per
+  // sequence whatever the batch it runs in, on any device.
+  at::Tensor cdf = scaled.softmax(-1).cumsum(-1).to(at::kCPU);  // [B, V]
+  const int64_t B = cdf.size(0), V = cdf.size(1);
+  std::vector<int64_t> tokens(static_cast<size_t>(B));
+  auto acc = cdf.accessor<float, 2>();
+  for (int64_t b = 0; b < B; ++b) {
+    const float u = std::uniform_real_distribution<float>(0.0f, 1.0f)(*rngs[static_cast<size_t>(b)]) * acc[b][V - 1];
+    int64_t lo = 0, hi = V - 1;  // first index with cdf > u
+    while (lo < hi) {
+      int64_t mid = (lo + hi) / 2;
+      if (acc[b][mid] > u)
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+    tokens[static_cast<size_t>(b)] = lo;
+  }
+  out.tokens = at::tensor(tokens, at::kLong).to(logits.device());
+  out.logprobs = logp.gather(1, out.tokens.unsqueeze(1)).squeeze(1);
+  return out;
+}
+
+}  // namespace grpo::model

@@ -1,0 +1,37 @@
+// Choosing the next token from logits: repetition penalty, temperature,
+// top-k, top-p, min-p, and a random stream of its own for every sequence.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace grpo::model {
+
+struct SamplingParams {
+  double temperature = 1.0;         // > 0
+  double top_p = 1.0;               // 1 = off
+  int64_t top_k = 0;                // <= 0 = off; 1 = greedy
+  double min_p = 0.0;               // 0 = off
+  double repetition_penalty = 1.0;  // 1 = off (as in transformers: divide positive logits, multiply negative)
+  int64_t max_new_tokens = 16;
+  std::vector<std::string> stop_strings;
+};
+
+// The seed of copy `index` of a request seeded `seed`: distinct for every
+// copy, so the G completions of a prompt never coincide.
+uint64_t sequence_seed(uint64_t seed, uint64_t index);
+
+struct Sampled {
+  at::Tensor tokens;    // [B] int64
+  at::Tensor logprobs;  // [B] float32: log p(token) under softmax(logits / temperature)
+};
+
+// logits: [B, V]; seen: [B, V] bool of tokens already in each sequence (for
+// the repetition penalty; may be undefined when it is off); rngs: one per row.
+Sampled sample_next(const at::Tensor& logits, const at::Tensor& seen, const SamplingParams& params,
+                    std::vector<std::mt19937_64*>& rngs);
+
+}  // namespace grpo::model

@@ -1,0 +1,156 @@
+#include "model/transformer.h"
+
+#include <cmath>
+#include <limits>
+
+#include "model/rope.h"
+#include "model/torch_compat.h"
+
+namespace grpo::model {
+
+namespace nn = torch::nn;
+
+RMSNormImpl::RMSNormImpl(int64_t dim, double eps) : eps_(eps) {
+  weight = register_parameter("weight", at::ones({dim}));
+}
+
+at::Tensor RMSNormImpl::forward(const at::Tensor& x) {
+  // In float32 whatever the storage, as Hugging Face does.
+  at::Tensor xf = x.to(at::kFloat);
+  at::Tensor normed = xf * at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps_);
+  return weight * normed.to(x.scalar_type());
+}
+
+AttentionImpl::AttentionImpl(const ModelConfig& c)
+    : heads_(c.num_attention_heads), kv_heads_(c.num_key_value_heads), head_dim_(c.head_dim) {
+  const bool bias = c.attention_bias;
+  q_proj = register_module("q_proj", nn::Linear(nn::LinearOptions(c.hidden_size, heads_ * head_dim_).bias(bias)));
+  k_proj = register_module("k_proj", nn::Linear(nn::LinearOptions(c.hidden_size, kv_heads_ * head_dim_).bias(bias)));
+  v_proj = register_module("v_proj", nn::Linear(nn::LinearOptions(c.hidden_size, kv_heads_ * head_dim_).bias(bias)));
+  // Qwen2 biases q/k/v only; Llama and Qwen3 apply attention_bias to o_proj too.
+  const bool o_bias = bias && c.arch != Arch::Qwen2;
+  o_proj = register_module("o_proj", nn::Linear(nn::LinearOptions(heads_ * head_dim_, c.hidden_size).bias(o_bias)));
+  if (c.qk_norm) {
+    q_norm = register_module("q_norm", RMSNorm(head_dim_, c.rms_norm_eps));
+    k_norm = register_module("k_norm", RMSNorm(head_dim_, c.rms_norm_eps));
+  }
+}
+
+at::Tensor AttentionImpl::forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
+                                  const at::Tensor& mask, KvCache* cache, size_t layer) {
+  const int64_t B = x.size(0), T = x.size(1);
+  at::Tensor q = q_proj(x).view({B, T, heads_, head_dim_});     // [B, T, Hq, D]
+  at::Tensor k = k_proj(x).view({B, T, kv_heads_, head_dim_});  // [B, T, Hkv, D]
+  at::Tensor v = v_proj(x).view({B, T, kv_heads_, head_dim_});
+  if (q_norm) {
+    q = q_norm(q);
+    k = k_norm(k);
+  }
+  q = apply_rope(q.transpose(1, 2), cos, sin);  // [B, Hq, T, D]
+  k = apply_rope(k.transpose(1, 2), cos, sin);  // [B, Hkv, T, D]
+  v = v.transpose(1, 2);
+  if (cache) {
+    if (cache->keys.size() <= layer) {
+      cache->keys.resize(layer + 1);
+      cache->values.resize(layer + 1);
+    }
+    at::Tensor& ck = cache->keys[layer];
+    at::Tensor& cv = cache->values[layer];
+    ck = ck.defined() ? at::cat({ck, k}, 2) : k;
+    cv = cv.defined() ? at::cat({cv, v}, 2) : v;
+    k = ck;
+    v = cv;
+  }
+  if (kv_heads_ != heads_) {  // grouped-query attention: each kv head serves heads/kv_heads query heads
+    k = k.repeat_interleave(heads_ / kv_heads_, 1);
+    v = v.repeat_interleave(heads_ / kv_heads_, 1);
+  }
+  at::Tensor out = attention(q, k, v, mask, 1.0 / std::sqrt(static_cast<double>(head_dim_)));  // [B, Hq, T, D]
+  return o_proj(out.transpose(1, 2).reshape({B, T, heads_ * head_dim_}));
+}
+
+MlpImpl::MlpImpl(const ModelConfig& c) {
+  gate_proj =
+      register_module("gate_proj", nn::Linear(nn::LinearOptions(c.hidden_size, c.intermediate_size).bias(false)));
+  up_proj = register_module("up_proj", nn::Linear(nn::LinearOptions(c.hidden_size, c.intermediate_size).bias(false)));
+  down_proj =
+      register_module("down_proj", nn::Linear(nn::LinearOptions(c.intermediate_size, c.hidden_size).bias(false)));
+}
+
+at::Tensor MlpImpl::forward(const at::Tensor& x) { return down_proj(at::silu(gate_proj(x)) * up_proj(x)); }
+
+DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c) {
+  self_attn = register_module("self_attn", Attention(c));
+  mlp = register_module("mlp", Mlp(c));
+  input_layernorm = register_module("input_layernorm", RMSNorm(c.hidden_size, c.rms_norm_eps));
+  post_attention_layernorm = register_module("post_attention_layernorm", RMSNorm(c.hidden_size, c.rms_norm_eps));
+}
+
+at::Tensor DecoderLayerImpl::forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
+                                     const at::Tensor& mask, KvCache* cache, size_t layer) {
+  at::Tensor h = x + self_attn(input_layernorm(x), cos, sin, mask, cache, layer);
+  return h + mlp(post_attention_layernorm(h));
+}
+
+DecoderImpl::DecoderImpl(const ModelConfig& c) {
+  embed_tokens = register_module("embed_tokens", nn::Embedding(c.vocab_size, c.hidden_size));
+  layers = register_module("layers", nn::ModuleList());
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) layers->push_back(DecoderLayer(c));
+  norm = register_module("norm", RMSNorm(c.hidden_size, c.rms_norm_eps));
+}
+
+CausalLMImpl::CausalLMImpl(ModelConfig config) : config_(std::move(config)) {
+  model = register_module("model", Decoder(config_));
+  if (!config_.tie_word_embeddings)
+    lm_head =
+        register_module("lm_head", nn::Linear(nn::LinearOptions(config_.hidden_size, config_.vocab_size).bias(false)));
+  inv_freq_ = register_buffer("inv_freq", rope_inv_freq(config_));
+}
+
+KvCache CausalLMImpl::new_cache() const { return KvCache{}; }
+
+namespace {
+
+// Additive mask [B, 1, T, S]: query t (at key position S - T + t) sees keys
+// s <= S - T + t that are real tokens.
+at::Tensor causal_padding_mask(const at::Tensor& key_mask, int64_t T, at::ScalarType dtype) {
+  const int64_t S = key_mask.size(1);
+  auto opts = at::TensorOptions().device(key_mask.device());
+  at::Tensor q_pos = at::arange(S - T, S, opts.dtype(at::kLong)).unsqueeze(1);               // [T, 1]
+  at::Tensor k_pos = at::arange(0, S, opts.dtype(at::kLong)).unsqueeze(0);                   // [1, S]
+  at::Tensor allowed = (k_pos <= q_pos).unsqueeze(0) & key_mask.to(at::kBool).unsqueeze(1);  // [B, T, S]
+  // The dtype's lowest value rather than -inf: a fully masked (padding) row
+  // then gives a uniform softmax instead of NaN.
+  const double lowest = dtype == at::kFloat ? std::numeric_limits<float>::lowest() : -1e4;
+  at::Tensor mask = at::zeros(allowed.sizes(), opts.dtype(dtype));
+  return mask.masked_fill_(allowed.logical_not(), lowest).unsqueeze(1);
+}
+
+}  // namespace
+
+at::Tensor CausalLMImpl::hidden_states(const at::Tensor& input_ids, const at::Tensor& attention_mask,
+                                       const at::Tensor& position_ids, KvCache* cache) {
+  const int64_t B = input_ids.size(0), T = input_ids.size(1);
+  at::Tensor mask =
+      attention_mask.defined() ? attention_mask.to(at::kLong) : at::ones({B, T}, input_ids.options().dtype(at::kLong));
+  at::Tensor key_mask = mask;
+  if (cache && cache->key_mask.defined()) key_mask = at::cat({cache->key_mask, mask}, 1);
+  at::Tensor positions = position_ids;
+  if (!positions.defined()) {
+    // Position = number of real tokens before this one (left padding shifts nothing).
+    positions = (key_mask.cumsum(1) - 1).clamp_min(0).narrow(1, key_mask.size(1) - T, T);
+  }
+  at::Tensor x = model->embed_tokens(input_ids);  // [B, T, H]
+  auto [cos, sin] = rope_cos_sin(inv_freq_, positions, x.scalar_type());
+  at::Tensor additive = causal_padding_mask(key_mask, T, x.scalar_type());
+  for (size_t i = 0; i < model->layers->size(); ++i)
+    x = model->layers[i]->as<DecoderLayerImpl>()->forward(x, cos, sin, additive, cache, i);
+  if (cache) cache->key_mask = key_mask;
+  return model->norm(x);
+}
+
+at::Tensor CausalLMImpl::logits(const at::Tensor& hidden) {
+  return lm_head ? lm_head(hidden) : at::matmul(hidden, model->embed_tokens->weight.t());
+}
+
+}  // namespace grpo::model

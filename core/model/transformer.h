@@ -1,0 +1,107 @@
+// Decoder-only transformers of the Qwen2 / Llama / Qwen3 families, in the
+// LibTorch C++ frontend's style. Parameters carry Hugging Face's names
+// (model.layers.0.self_attn.q_proj.weight, ...), so checkpoints load and save
+// by name.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+
+#include "model/kv_cache.h"
+#include "model/model_config.h"
+
+namespace grpo::model {
+
+class RMSNormImpl : public torch::nn::Module {
+ public:
+  RMSNormImpl(int64_t dim, double eps);
+  at::Tensor forward(const at::Tensor& x);
+  at::Tensor weight;
+
+ private:
+  double eps_;
+};
+TORCH_MODULE(RMSNorm);
+
+class AttentionImpl : public torch::nn::Module {
+ public:
+  explicit AttentionImpl(const ModelConfig& config);
+  // x: [B, T, H]; cos/sin: [B, T, D]; mask: additive [B, 1, T, S]. With a
+  // cache, this call's keys/values are appended to layer `layer` first.
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& mask,
+                     KvCache* cache, size_t layer);
+
+  torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  RMSNorm q_norm{nullptr}, k_norm{nullptr};  // Qwen3 only
+
+ private:
+  int64_t heads_, kv_heads_, head_dim_;
+};
+TORCH_MODULE(Attention);
+
+class MlpImpl : public torch::nn::Module {
+ public:
+  explicit MlpImpl(const ModelConfig& config);
+  at::Tensor forward(const at::Tensor& x);  // down(silu(gate(x)) * up(x))
+  torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+};
+TORCH_MODULE(Mlp);
+
+class DecoderLayerImpl : public torch::nn::Module {
+ public:
+  explicit DecoderLayerImpl(const ModelConfig& config);
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& mask,
+                     KvCache* cache, size_t layer);
+  Attention self_attn{nullptr};
+  Mlp mlp{nullptr};
+  RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
+};
+TORCH_MODULE(DecoderLayer);
+
+// The body ("model." in Hugging Face names).
+class DecoderImpl : public torch::nn::Module {
+ public:
+  explicit DecoderImpl(const ModelConfig& config);
+  torch::nn::Embedding embed_tokens{nullptr};
+  torch::nn::ModuleList layers{nullptr};
+  RMSNorm norm{nullptr};
+};
+TORCH_MODULE(Decoder);
+
+class CausalLMImpl : public torch::nn::Module {
+ public:
+  explicit CausalLMImpl(ModelConfig config);
+
+  // Final hidden states [B, T, H] for input_ids [B, T].
+  // attention_mask [B, T]: 1 = token, 0 = padding (left or right); undefined = all tokens.
+  // position_ids [B, T]: undefined = counted from the mask.
+  // cache: when given, input_ids continue the cached sequences (prefill or
+  // one decoding step) and the cache grows by T.
+  at::Tensor hidden_states(const at::Tensor& input_ids, const at::Tensor& attention_mask = {},
+                           const at::Tensor& position_ids = {}, KvCache* cache = nullptr);
+
+  // Logits [.., V] of hidden states [.., H] (the tied embedding when tie_word_embeddings).
+  at::Tensor logits(const at::Tensor& hidden);
+
+  at::Tensor forward(const at::Tensor& input_ids, const at::Tensor& attention_mask = {}) {
+    return logits(hidden_states(input_ids, attention_mask));
+  }
+
+  // An empty cache for this model.
+  KvCache new_cache() const;
+
+  const ModelConfig& config() const { return config_; }
+
+  Decoder model{nullptr};
+  torch::nn::Linear lm_head{nullptr};  // null when tied
+
+ private:
+  ModelConfig config_;
+  at::Tensor inv_freq_;  // [head_dim / 2], a buffer
+};
+TORCH_MODULE(CausalLM);
+
+}  // namespace grpo::model

@@ -1,0 +1,125 @@
+#include "model/weights.h"
+
+#include <fmt/format.h>
+#include <torch/nn/module.h>
+#include <torch/types.h>
+#include <torch/utils.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace grpo::model {
+
+namespace fs = std::filesystem;
+
+at::ScalarType to_scalar_type(DType dtype) {
+  switch (dtype) {
+    case DType::F32:
+      return at::kFloat;
+    case DType::F16:
+      return at::kHalf;
+    case DType::BF16:
+      return at::kBFloat16;
+    case DType::F64:
+      return at::kDouble;
+    case DType::I64:
+      return at::kLong;
+    case DType::I32:
+      return at::kInt;
+    case DType::I16:
+      return at::kShort;
+    case DType::I8:
+      return at::kChar;
+    case DType::U8:
+      return at::kByte;
+    case DType::Bool:
+      return at::kBool;
+  }
+  throw std::invalid_argument("unknown dtype");
+}
+
+DType to_dtype(at::ScalarType type) {
+  switch (type) {
+    case at::kFloat:
+      return DType::F32;
+    case at::kHalf:
+      return DType::F16;
+    case at::kBFloat16:
+      return DType::BF16;
+    case at::kDouble:
+      return DType::F64;
+    case at::kLong:
+      return DType::I64;
+    case at::kInt:
+      return DType::I32;
+    case at::kShort:
+      return DType::I16;
+    case at::kChar:
+      return DType::I8;
+    case at::kByte:
+      return DType::U8;
+    case at::kBool:
+      return DType::Bool;
+    default:
+      throw std::invalid_argument(fmt::format("dtype {} cannot be saved", c10::toString(type)));
+  }
+}
+
+namespace {
+
+// config.json's spelling of a dtype.
+std::string torch_dtype_name(at::ScalarType type) {
+  switch (type) {
+    case at::kBFloat16:
+      return "bfloat16";
+    case at::kHalf:
+      return "float16";
+    default:
+      return "float32";
+  }
+}
+
+}  // namespace
+
+at::Tensor tensor_view(const TensorView& view) {
+  // from_blob never writes; the const_cast only satisfies its signature.
+  return at::from_blob(const_cast<void*>(view.data), view.shape, at::TensorOptions().dtype(to_scalar_type(view.dtype)));
+}
+
+void load_weights(CausalLMImpl& model, const CheckpointFiles& files) {
+  check_tensors(model.config(), files);
+  torch::NoGradGuard no_grad;
+  for (auto& item : model.named_parameters()) {
+    const TensorView& view = files.require(item.key());
+    item.value().copy_(tensor_view(view));
+  }
+}
+
+CausalLM load_model(const std::string& dir, at::ScalarType dtype) {
+  ModelConfig config = ModelConfig::load((fs::path(dir) / "config.json").string());
+  CheckpointFiles files = CheckpointFiles::open(dir);
+  CausalLM model(config);
+  model->to(dtype);
+  load_weights(*model, files);
+  return model;
+}
+
+void save_model(CausalLMImpl& model, const std::string& dir, size_t max_shard_bytes) {
+  fs::create_directories(dir);
+  std::vector<at::Tensor> keep;  // contiguous CPU copies outlive the views below
+  std::vector<TensorView> views;
+  for (auto& item : model.named_parameters()) {
+    at::Tensor t = item.value().detach().to(at::kCPU).contiguous();
+    keep.push_back(t);
+    views.push_back(TensorView{item.key(), to_dtype(t.scalar_type()), t.sizes().vec(), t.data_ptr(),
+                               static_cast<size_t>(t.nbytes())});
+  }
+  write_sharded(dir, views, max_shard_bytes);
+  nlohmann::json config = model.config().to_json();
+  if (!keep.empty()) config["torch_dtype"] = torch_dtype_name(keep[0].scalar_type());
+  const std::string tmp = (fs::path(dir) / "config.json.tmp").string();
+  std::ofstream(tmp) << config.dump(2) << "\n";
+  fs::rename(tmp, fs::path(dir) / "config.json");
+}
+
+}  // namespace grpo::model

@@ -1,0 +1,34 @@
+// Moving weights between Hugging Face checkpoint files and a CausalLM.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <string>
+
+#include "model/checkpoint_files.h"
+#include "model/safetensors.h"
+#include "model/transformer.h"
+
+namespace grpo::model {
+
+at::ScalarType to_scalar_type(DType dtype);
+DType to_dtype(at::ScalarType type);
+
+// A view of the file's bytes as a CPU tensor: read-only memory, so copy or
+// convert it before writing.
+at::Tensor tensor_view(const TensorView& view);
+
+// Checks every expected tensor (name, shape) and copies it into the model's
+// parameters, converting to the parameters' dtype. Throws naming the tensor
+// and the file on a missing tensor or a wrong shape.
+void load_weights(CausalLMImpl& model, const CheckpointFiles& files);
+
+// Loads a Hugging Face model directory (config.json + safetensors).
+// dtype: the parameters' dtype (the checkpoint's is converted).
+CausalLM load_model(const std::string& dir, at::ScalarType dtype = at::kFloat);
+
+// Writes config.json and model.safetensors (sharded beyond max_shard_bytes)
+// so that Hugging Face transformers and vLLM load the directory.
+void save_model(CausalLMImpl& model, const std::string& dir, size_t max_shard_bytes = size_t(5) << 30);
+
+}  // namespace grpo::model

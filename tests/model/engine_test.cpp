@@ -1,0 +1,76 @@
+// The generation engine on the tiny-qwen2 fixture.
+#include <gtest/gtest.h>
+#include <torch/types.h>
+#include <torch/utils.h>
+
+#include "model/engine.h"
+#include "model/logprobs.h"
+#include "model/weights.h"
+
+using namespace grpo::model;
+
+namespace {
+
+const std::string kDir = GRPO_SHARED_DATA_DIR "/tiny-qwen2";
+const std::vector<int32_t> kPrompt = {93, 283, 208, 107, 40, 235, 119, 177, 185, 88, 109};
+
+Engine& engine() {
+  static Engine e(load_model(kDir));
+  return e;
+}
+
+SamplingParams params(int64_t max_new, double temperature = 1.0, int64_t top_k = 0) {
+  SamplingParams p;
+  p.max_new_tokens = max_new;
+  p.temperature = temperature;
+  p.top_k = top_k;
+  return p;
+}
+
+}  // namespace
+
+TEST(Engine, TopK1IsGreedyAndMatchesTransformersContinuation) {
+  auto out = engine().generate({{kPrompt, 1, 7, {}}}, params(16, 0.7, 1));
+  ASSERT_EQ(out.size(), 1u);
+  std::vector<int32_t> want(16, 296);  // expected.json "greedy"
+  EXPECT_EQ(out[0].ids, want);
+  EXPECT_EQ(out[0].finish, FinishReason::Length);
+}
+
+TEST(Engine, CopiesGetDistinctSeedsAndSeedsReproduce) {
+  auto a = engine().generate({{kPrompt, 4, 123, {}}}, params(12));
+  auto b = engine().generate({{kPrompt, 4, 123, {}}}, params(12));
+  ASSERT_EQ(a.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(a[i].ids, b[i].ids) << i;
+  int distinct = 0;
+  for (size_t i = 1; i < 4; ++i) distinct += a[i].ids != a[0].ids;
+  EXPECT_GT(distinct, 0) << "the copies of one prompt must not coincide";
+  // A copy's output does not depend on the batch it runs in.
+  auto alone = engine().generate({{kPrompt, 1, 123, {}}}, params(12));
+  EXPECT_EQ(alone[0].ids, a[0].ids);
+}
+
+TEST(Engine, ReturnedLogprobsEqualRecomputedOnes) {
+  const double temperature = 0.8;
+  auto out = engine().generate({{kPrompt, 2, 5, {}}, {{1, 2, 3}, 1, 9, {}}}, params(10, temperature));
+  torch::NoGradGuard no_grad;
+  for (const auto& c : out) {
+    const auto& prompt = c.request == 0 ? kPrompt : std::vector<int32_t>{1, 2, 3};
+    std::vector<int64_t> seq(prompt.begin(), prompt.end());
+    seq.insert(seq.end(), c.ids.begin(), c.ids.end());
+    at::Tensor ids = torch::tensor(seq, torch::kLong).unsqueeze(0);
+    at::Tensor lp = sequence_logprobs(*engine().model(), ids, {}, {temperature, 64, false}).logprobs[0];
+    for (size_t t = 0; t < c.ids.size(); ++t)
+      EXPECT_NEAR(lp[static_cast<int64_t>(prompt.size() - 1 + t)].item<float>(), c.logprobs[t], 1e-4);
+  }
+}
+
+TEST(Engine, StopIdsEndEarlyAndFinishedRowsLeaveTheBatch) {
+  auto greedy = engine().generate({{kPrompt, 1, 1, {}}}, params(3, 1.0, 1));
+  const int32_t first = greedy[0].ids[0];
+  auto out = engine().generate({{kPrompt, 2, 1, {first}}, {{5, 6, 7}, 2, 3, {}}}, params(6, 1.0, 1));
+  EXPECT_EQ(out[0].ids, std::vector<int32_t>{first});
+  EXPECT_EQ(out[0].finish, FinishReason::Stop);
+  EXPECT_EQ(out[2].ids.size(), 6u);  // the other prompt runs on to max_new_tokens
+  EXPECT_EQ(out[2].finish, FinishReason::Length);
+}
