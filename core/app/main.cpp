@@ -6,6 +6,7 @@
 #include <grpo/version.h>
 #include <spdlog/spdlog.h>
 
+#include "app/model_commands.h"
 #include "app/plugins_command.h"
 #include "config/config.h"
 #include "data/dataset.h"
@@ -21,6 +22,9 @@ commands:
   score      score logged completions with reward plugins:
              --dataset rows.jsonl --completions c.jsonl --reward_funcs accuracy format [--output out.jsonl]
   plugins    list the plugins found; --describe NAME prints a plugin's options
+  init-model create a randomly initialised model: --arch qwen2|llama|qwen3 --preset tiny|small|base25m
+             --out DIR [--tokenizer PATH] (without one, a byte-level tokenizer of its own)
+  generate   sample from a model: --model DIR --prompt TEXT [--n K] [--raw] [--temperature ...]
   config     validate a configuration and print it resolved, as args.yaml holds it; --save PATH writes it
   help       this text and every flag (--help)
   version    the program and SDK version
@@ -72,6 +76,8 @@ int main(int argc, char** argv) {
     if (command == "score") return grpo::score::run_score_command(args);
     if (command == "plugins") return grpo::app::run_plugins_command(args);
     if (command == "config") return run_config_command(args);
+    if (command == "init-model") return grpo::app::run_init_model_command(args);
+    if (command == "generate") return grpo::app::run_generate_command(args);
     if (command == "train") return run_train_command(args);
     std::fprintf(stderr, "grpo-host: unknown command '%s'\n\n%s", command.c_str(), kUsage);
     return 2;

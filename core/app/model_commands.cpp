@@ -1,0 +1,114 @@
+#include "app/model_commands.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <torch/types.h>
+
+#include "config/config.h"
+#include "model/engine.h"
+#include "model/presets.h"
+#include "model/threads.h"
+#include "model/weights.h"
+#include "tokenizer/byte_tokenizer.h"
+#include "tokenizer/tokenizer.h"
+
+namespace grpo::app {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string one(const config::ParseResult& parsed, const std::string& name, const std::string& fallback = "") {
+  auto it = parsed.extras.find(name);
+  if (it == parsed.extras.end()) return fallback;
+  if (it->second.size() != 1) throw config::ConfigError(fmt::format("--{} takes one value", name));
+  return it->second[0];
+}
+
+// Copies tokenizer files from a tokenizer.json path or a directory holding one.
+void copy_tokenizer(const std::string& source, const fs::path& out) {
+  fs::path dir = fs::is_directory(source) ? fs::path(source) : fs::path(source).parent_path();
+  fs::path json = fs::is_directory(source) ? dir / "tokenizer.json" : fs::path(source);
+  if (!fs::exists(json)) throw config::ConfigError(fmt::format("--tokenizer: no tokenizer.json at '{}'", source));
+  fs::copy_file(json, out / "tokenizer.json", fs::copy_options::overwrite_existing);
+  for (const char* extra : {"tokenizer_config.json", "chat_template.jinja"})
+    if (fs::exists(dir / extra)) fs::copy_file(dir / extra, out / extra, fs::copy_options::overwrite_existing);
+}
+
+}  // namespace
+
+int run_init_model_command(const std::vector<std::string>& args) {
+  config::ParseResult parsed =
+      config::parse(args, config::ParseOptions{{"arch", "preset", "out", "tokenizer"}, 0, false});
+  const std::string out = one(parsed, "out");
+  if (out.empty()) throw config::ConfigError("init-model needs --out DIR (where the new model is written)");
+  const fs::path dir(out);
+  fs::create_directories(dir);
+  const std::string tokenizer_source = one(parsed, "tokenizer");
+  if (tokenizer_source.empty()) tok::write_byte_level_tokenizer(dir.string());
+  else copy_tokenizer(tokenizer_source, dir);
+  tok::Tokenizer tokenizer = tok::Tokenizer::from_dir(dir.string());
+
+  nlohmann::json json;
+  try {
+    json = model::preset_config(one(parsed, "arch", "qwen2"), one(parsed, "preset", "small"),
+                                static_cast<int64_t>(tokenizer.vocab_size()));
+  } catch (const std::invalid_argument& e) {
+    throw config::ConfigError(e.what());
+  }
+  if (auto eos = tokenizer.eos_id()) json["eos_token_id"] = *eos;
+  if (auto bos = tokenizer.bos_id()) json["bos_token_id"] = *bos;
+  model::CausalLM lm(model::ModelConfig::from_json(json, (dir / "config.json").string()));
+  model::init_weights(*lm, static_cast<uint64_t>(parsed.config.get_int("seed")));
+  model::save_model(*lm, dir.string());
+  int64_t params = 0;
+  for (const auto& p : lm->parameters()) params += p.numel();
+  std::printf("wrote %s: %s, %lld parameters, vocab %zu\n", dir.c_str(), lm->config().architecture.c_str(),
+              static_cast<long long>(params), tokenizer.vocab_size());
+  return 0;
+}
+
+int run_generate_command(const std::vector<std::string>& args) {
+  config::ParseResult parsed = config::parse(args, config::ParseOptions{{"prompt", "n", "raw"}, 0, false});
+  const config::Config& cfg = parsed.config;
+  const std::string dir = cfg.get_string("model");
+  if (dir.empty()) throw config::ConfigError("generate needs --model DIR (a Hugging Face model directory)");
+  const std::string prompt = one(parsed, "prompt");
+  if (prompt.empty()) throw config::ConfigError("generate needs --prompt TEXT");
+
+  model::configure_cpu_threads(static_cast<int>(cfg.get_int("num_threads")));
+  tok::Tokenizer tokenizer = tok::Tokenizer::from_dir(dir);
+  model::Engine engine(model::load_model(dir), &tokenizer);
+  model::GenerateRequest request;
+  request.prompt_ids = tokenizer.encode(prompt, /*add_special_tokens=*/true);
+  request.n = std::stoll(one(parsed, "n", "1"));
+  request.seed = static_cast<uint64_t>(cfg.get_int("seed"));
+  if (auto eos = tokenizer.eos_id()) request.stop_ids.push_back(*eos);
+  model::SamplingParams params;
+  params.temperature = cfg.get_double("temperature");
+  params.top_p = cfg.get_double("top_p");
+  params.top_k = cfg.get_int("top_k");
+  params.min_p = cfg.get_double("min_p");
+  params.repetition_penalty = cfg.get_double("repetition_penalty");
+  params.max_new_tokens = cfg.get_int("max_completion_length");
+  params.stop_strings = cfg.get_strings("stop_words");
+
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<model::Completion> out = engine.generate({request}, params);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  size_t tokens = 0;
+  for (const auto& c : out) {
+    tokens += c.ids.size();
+    std::printf("--- completion %lld (%zu tokens, %s)\n%s\n", static_cast<long long>(c.index), c.ids.size(),
+                c.finish == model::FinishReason::Stop ? "stop" : "length",
+                tokenizer.decode(c.ids, /*skip_special_tokens=*/true).c_str());
+  }
+  std::fprintf(stderr, "%zu tokens in %.2f s (%.1f tokens/s)\n", tokens, seconds, tokens / seconds);
+  return 0;
+}
+
+}  // namespace grpo::app

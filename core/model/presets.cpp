@@ -1,0 +1,90 @@
+#include "model/presets.h"
+
+#include <stdexcept>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/types.h>
+#include <torch/utils.h>
+
+namespace grpo::model {
+
+namespace {
+
+struct Preset {
+  const char* name;
+  int64_t hidden, intermediate, layers, heads, kv_heads;
+  const char* purpose;
+};
+
+// ~parameters without embeddings: tiny 0.1M, small 3.1M, base25m 25M.
+const Preset kPresets[] = {
+    {"tiny", 64, 128, 2, 4, 2, "unit tests"},
+    {"small", 256, 768, 4, 4, 2, "the quickstart demo"},
+    {"base25m", 512, 1536, 8, 8, 4, "benchmarks (~25M parameters)"},
+};
+
+}  // namespace
+
+std::vector<std::string> preset_names() {
+  std::vector<std::string> out;
+  for (const Preset& p : kPresets) out.push_back(p.name);
+  return out;
+}
+
+nlohmann::json preset_config(const std::string& arch, const std::string& preset, int64_t vocab_size) {
+  const Preset* p = nullptr;
+  for (const Preset& candidate : kPresets)
+    if (preset == candidate.name) p = &candidate;
+  if (!p) throw std::invalid_argument("unknown preset '" + preset + "'; choose tiny, small or base25m");
+  nlohmann::json c = {{"hidden_size", p->hidden},
+                      {"intermediate_size", p->intermediate},
+                      {"num_hidden_layers", p->layers},
+                      {"num_attention_heads", p->heads},
+                      {"num_key_value_heads", p->kv_heads},
+                      {"vocab_size", vocab_size},
+                      {"max_position_embeddings", 4096},
+                      {"rms_norm_eps", 1e-6},
+                      {"rope_theta", 10000.0},
+                      {"hidden_act", "silu"},
+                      {"initializer_range", 0.02},
+                      {"tie_word_embeddings", true},
+                      {"torch_dtype", "float32"},
+                      {"use_cache", true},
+                      {"bos_token_id", nullptr},
+                      {"eos_token_id", nullptr}};
+  if (arch == "qwen2") {
+    c["architectures"] = {"Qwen2ForCausalLM"};
+    c["model_type"] = "qwen2";
+  } else if (arch == "llama") {
+    c["architectures"] = {"LlamaForCausalLM"};
+    c["model_type"] = "llama";
+    c["attention_bias"] = false;
+    c["mlp_bias"] = false;
+  } else if (arch == "qwen3") {
+    c["architectures"] = {"Qwen3ForCausalLM"};
+    c["model_type"] = "qwen3";
+    c["head_dim"] = p->hidden / p->heads;
+    c["attention_bias"] = false;
+  } else {
+    throw std::invalid_argument("unknown architecture '" + arch + "'; choose qwen2, llama or qwen3");
+  }
+  return c;
+}
+
+void init_weights(CausalLMImpl& model, uint64_t seed, double std) {
+  torch::NoGradGuard no_grad;
+  at::Generator gen = at::detail::createCPUGenerator(seed);
+  for (auto& item : model.named_parameters()) {
+    at::Tensor& p = item.value();
+    const std::string& name = item.key();
+    if (p.dim() == 2) {
+      p.copy_(at::normal(0.0, std, p.sizes(), gen, p.options().device(at::kCPU)).to(p.device()));
+    } else if (name.size() >= 5 && name.compare(name.size() - 5, 5, ".bias") == 0) {
+      p.zero_();
+    } else {
+      p.fill_(1.0);  // RMSNorm weights
+    }
+  }
+}
+
+}  // namespace grpo::model

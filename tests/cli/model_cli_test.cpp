@@ -1,0 +1,47 @@
+// `grpo-host init-model` and `grpo-host generate` as a user runs them.
+#include <gtest/gtest.h>
+
+#include "cli/cli_util.h"
+
+using namespace grpo::testing;
+
+TEST(InitModelCommand, CreatesALoadableModelAndGenerateIsReproducible) {
+  std::string dir = temp_dir("init_model") + "/m";
+  CommandResult r = run_host("init-model --arch qwen2 --preset tiny --out " + dir + " --seed 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Qwen2ForCausalLM"), std::string::npos) << r.output;
+  const std::string gen = "generate --model " + dir + " --prompt 'abc' --max_completion_length 8 --n 2 --seed 5";
+  CommandResult a = run_host(gen), b = run_host(gen);
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  EXPECT_NE(a.output.find("completion 1 (8 tokens, length)"), std::string::npos) << a.output;
+  auto strip_timing = [](std::string s) { return s.substr(0, s.rfind(" tokens in ")); };
+  EXPECT_EQ(strip_timing(a.output), strip_timing(b.output));
+}
+
+TEST(InitModelCommand, EveryArchitectureAndAForeignTokenizer) {
+  for (const char* arch : {"llama", "qwen3"}) {
+    std::string dir = temp_dir(std::string("init_") + arch) + "/m";
+    CommandResult r = run_host(std::string("init-model --arch ") + arch + " --preset tiny --out " + dir +
+                               " --tokenizer " GRPO_SHARED_DATA_DIR "/qwen3-tokenizer.json");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("vocab 151669"), std::string::npos) << r.output;
+    r = run_host("generate --model " + dir + " --prompt 'Hello' --max_completion_length 3 --top_k 1");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+  }
+}
+
+TEST(InitModelCommand, BadArgumentsSayWhatIsValid) {
+  std::string dir = temp_dir("init_bad") + "/m";
+  CommandResult r = run_host("init-model --arch gpt2 --preset tiny --out " + dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("qwen2, llama or qwen3"), std::string::npos) << r.output;
+  r = run_host("init-model --preset huge --out " + dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("tiny, small or base25m"), std::string::npos) << r.output;
+  r = run_host("generate --prompt hi");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--model"), std::string::npos) << r.output;
+  r = run_host("generate --model /nonexistent --prompt hi");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("/nonexistent"), std::string::npos) << r.output;
+}

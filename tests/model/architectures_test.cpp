@@ -1,0 +1,80 @@
+// Llama and Qwen3 (no fixture from transformers here): what must hold for any
+// correct implementation — save/load round trips, the cache agrees with the
+// cache-free forward, padding is invisible, presets have the shapes config.json says.
+#include <filesystem>
+
+#include <gtest/gtest.h>
+#include <torch/types.h>
+#include <torch/utils.h>
+
+#include "model/checkpoint_files.h"
+#include "model/presets.h"
+#include "model/weights.h"
+
+using namespace grpo::model;
+
+namespace {
+
+class Architectures : public ::testing::TestWithParam<std::string> {
+ protected:
+  CausalLM make() {
+    nlohmann::json json = preset_config(GetParam(), "tiny", 97);
+    if (GetParam() == "llama")
+      json["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
+                              {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 64}};
+    CausalLM lm(ModelConfig::from_json(json, "preset"));
+    init_weights(*lm, 3, 0.2);  // large weights: differences show
+    return lm;
+  }
+  torch::NoGradGuard no_grad_;
+};
+
+}  // namespace
+
+TEST_P(Architectures, SaveLoadRoundTripAndShapesMatchConfig) {
+  CausalLM lm = make();
+  auto dir = std::filesystem::temp_directory_path() / ("grpo_arch_" + GetParam());
+  std::filesystem::remove_all(dir);
+  save_model(*lm, dir.string());
+  CheckpointFiles files = CheckpointFiles::open(dir.string());
+  EXPECT_NO_THROW(check_tensors(lm->config(), files));
+  CausalLM again = load_model(dir.string());
+  at::Tensor ids = torch::randint(0, 97, {2, 9}, torch::kLong);
+  EXPECT_TRUE(at::equal(lm->forward(ids), again->forward(ids)));
+}
+
+TEST_P(Architectures, CachedDecodingEqualsFullForward) {
+  CausalLM lm = make();
+  at::Tensor ids = torch::randint(0, 97, {3, 12}, torch::kLong);
+  at::Tensor full = lm->forward(ids);  // [3, 12, V]
+  KvCache cache = lm->new_cache();
+  at::Tensor prefix = lm->logits(lm->hidden_states(ids.narrow(1, 0, 5), {}, {}, &cache));
+  EXPECT_TRUE(torch::allclose(prefix, full.narrow(1, 0, 5), 1e-4, 1e-4));
+  for (int64_t t = 5; t < 12; ++t) {
+    at::Tensor step = lm->logits(lm->hidden_states(ids.narrow(1, t, 1), {}, {}, &cache));
+    EXPECT_TRUE(torch::allclose(step.squeeze(1), full.select(1, t), 1e-4, 1e-4)) << "t=" << t;
+  }
+}
+
+TEST_P(Architectures, LeftPaddingIsInvisible) {
+  CausalLM lm = make();
+  at::Tensor ids = torch::randint(0, 97, {1, 8}, torch::kLong);
+  at::Tensor padded = at::cat({torch::zeros({1, 4}, torch::kLong), ids}, 1);
+  at::Tensor mask = at::cat({torch::zeros({1, 4}, torch::kLong), torch::ones({1, 8}, torch::kLong)}, 1);
+  at::Tensor a = lm->forward(ids), b = lm->forward(padded, mask).narrow(1, 4, 8);
+  EXPECT_TRUE(torch::allclose(a, b, 1e-4, 1e-4));
+}
+
+TEST(Architectures, Llama3RopeScalingSlowsOnlyLongWavelengths) {
+  nlohmann::json json = preset_config("llama", "tiny", 97);
+  CausalLM plain(ModelConfig::from_json(json, "preset"));
+  json["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
+                          {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 64}};
+  CausalLM scaled(ModelConfig::from_json(json, "preset"));
+  at::Tensor a = plain->named_buffers()["inv_freq"], b = scaled->named_buffers()["inv_freq"];
+  EXPECT_FLOAT_EQ(a[0].item<float>(), b[0].item<float>());  // highest frequency: unchanged
+  const int64_t last = a.size(0) - 1;
+  EXPECT_NEAR(b[last].item<float>(), a[last].item<float>() / 8.0f, 1e-9);  // longest wavelength: / factor
+}
+
+INSTANTIATE_TEST_SUITE_P(All, Architectures, ::testing::Values("qwen2", "llama", "qwen3"));
