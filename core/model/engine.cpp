@@ -87,13 +87,15 @@ std::vector<Completion> Engine::generate(const std::vector<GenerateRequest>& req
     std::vector<std::mt19937_64*> rngs;
     for (size_t a : active) rngs.push_back(&rng_store[a]);
     Sampled s = sample_next(logits, seen, params, rngs);
-    at::Tensor tokens_cpu = s.tokens.to(at::kCPU), logp_cpu = s.logprobs.to(at::kCPU);
+    at::Tensor tokens_cpu = s.tokens.to(at::kCPU).contiguous(), logp_cpu = s.logprobs.to(at::kCPU).contiguous();
+    const int64_t* token_data = tokens_cpu.data_ptr<int64_t>();
+    const float* logp_data = logp_cpu.data_ptr<float>();
     std::vector<int64_t> keep;
     for (size_t b = 0; b < active.size(); ++b) {
       Completion& c = out[active[b]];
-      const auto token = static_cast<int32_t>(tokens_cpu[static_cast<int64_t>(b)].item<int64_t>());
+      const auto token = static_cast<int32_t>(token_data[b]);
       c.ids.push_back(token);
-      c.logprobs.push_back(logp_cpu[static_cast<int64_t>(b)].item<float>());
+      c.logprobs.push_back(logp_data[b]);
       const auto& stops = requests[c.request].stop_ids;
       bool stopped = std::find(stops.begin(), stops.end(), token) != stops.end();
       if (!stopped && !params.stop_strings.empty())

@@ -2,20 +2,34 @@
 // the model's weights (one model, many caches).
 #pragma once
 
-#include <ATen/ATen.h>
-
 #include <vector>
+
+#include <ATen/ATen.h>
 
 namespace grpo::model {
 
-struct KvCache {
-  std::vector<at::Tensor> keys, values;  // per layer: [B, H_kv, S, D]
-  at::Tensor key_mask;                   // [B, S] 1 = real token, 0 = padding
-  int64_t length() const { return key_mask.defined() ? key_mask.size(1) : 0; }
+class KvCache {
+ public:
+  // Appends this call's keys/values k, v: [B, H_kv, T, D] to `layer` and
+  // returns views of everything cached so far: [B, H_kv, S, D].
+  // Rationale: buffers grow geometrically and are written in place, so a
+  // decoding step copies one token's keys, not the whole history.
+  std::pair<at::Tensor, at::Tensor> append(size_t layer, const at::Tensor& k, const at::Tensor& v);
 
   // Keeps the rows `index` ([B'] int64) in that order: drops finished rows and
   // shares a prompt's cache across its G copies.
   void select_rows(const at::Tensor& index);
+
+  int64_t length() const { return key_mask.defined() ? key_mask.size(1) : 0; }
+
+  at::Tensor key_mask;  // [B, S] 1 = real token, 0 = padding; kept by the model
+
+ private:
+  struct Layer {
+    at::Tensor k, v;     // [B, H_kv, capacity, D]
+    int64_t used = 0;
+  };
+  std::vector<Layer> layers_;
 };
 
 }  // namespace grpo::model

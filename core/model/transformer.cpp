@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include "model/rope.h"
 #include "model/torch_compat.h"
@@ -49,21 +50,15 @@ at::Tensor AttentionImpl::forward(const at::Tensor& x, const at::Tensor& cos, co
   q = apply_rope(q.transpose(1, 2), cos, sin);  // [B, Hq, T, D]
   k = apply_rope(k.transpose(1, 2), cos, sin);  // [B, Hkv, T, D]
   v = v.transpose(1, 2);
-  if (cache) {
-    if (cache->keys.size() <= layer) {
-      cache->keys.resize(layer + 1);
-      cache->values.resize(layer + 1);
-    }
-    at::Tensor& ck = cache->keys[layer];
-    at::Tensor& cv = cache->values[layer];
-    ck = ck.defined() ? at::cat({ck, k}, 2) : k;
-    cv = cv.defined() ? at::cat({cv, v}, 2) : v;
-    k = ck;
-    v = cv;
-  }
-  if (kv_heads_ != heads_) {  // grouped-query attention: each kv head serves heads/kv_heads query heads
-    k = k.repeat_interleave(heads_ / kv_heads_, 1);
-    v = v.repeat_interleave(heads_ / kv_heads_, 1);
+  if (cache) std::tie(k, v) = cache->append(layer, k, v);
+  if (kv_heads_ != heads_) {
+    // Grouped-query attention without copying keys/values per query head: the
+    // n_rep query heads of one kv head become n_rep * T query rows.
+    const int64_t n_rep = heads_ / kv_heads_, S = k.size(2);
+    q = q.reshape({B, kv_heads_, n_rep * T, head_dim_});
+    at::Tensor grouped_mask = mask.unsqueeze(2).expand({B, 1, n_rep, T, S}).reshape({B, 1, n_rep * T, S});
+    at::Tensor out = attention(q, k, v, grouped_mask, 1.0 / std::sqrt(static_cast<double>(head_dim_)));
+    return o_proj(out.view({B, heads_, T, head_dim_}).transpose(1, 2).reshape({B, T, heads_ * head_dim_}));
   }
   at::Tensor out = attention(q, k, v, mask, 1.0 / std::sqrt(static_cast<double>(head_dim_)));  // [B, Hq, T, D]
   return o_proj(out.transpose(1, 2).reshape({B, T, heads_ * head_dim_}));

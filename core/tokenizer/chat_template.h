@@ -1,0 +1,82 @@
+// Chat templates: a dataset row's messages rendered as the prompt text a
+// model expects, exactly as transformers'
+//   tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+// renders it with the model's own Jinja template. The known families are
+// implemented natively (no Jinja engine), so a template is first mapped to
+// its family:
+//
+//   auto family = grpo::tok::detect_chat_family(tokenizer.chat_template());
+//   std::string prompt = grpo::tok::render_chat(family, grpo::tok::messages_from_json(row["messages"]));
+//   auto ids = tokenizer.encode(prompt, /*add_special_tokens=*/false);
+//
+// Only plain text conversations are rendered: no tools schema, no tool
+// calls, no images.
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace grpo::tok {
+
+enum class ChatFamily {
+  ChatML,    // <|im_start|>{role}\n{content}<|im_end|>\n, no default system prompt
+  Qwen2,     // ChatML + default system prompt "You are a helpful assistant."
+  Qwen2_5,   // ChatML + Qwen2.5's default system prompt, tool turns as <tool_response>
+  Qwen3,     // ChatML + reasoning stripped from history, enable_thinking
+  Llama3,    // Llama 3.0 headers
+  Llama3_1,  // Llama 3.1 / 3.2 / 3.3: always a system block with the dates
+};
+
+struct ChatMessage {
+  std::string role;  // system, user, assistant or tool
+  std::string content;
+};
+
+struct ChatOptions {
+  bool add_generation_prompt = true;
+  // Qwen3 only: false appends an empty <think></think> block to the
+  // generation prompt, as the template does for enable_thinking=False.
+  bool enable_thinking = true;
+  // Llama 3.1+ only: the template's date_string. Llama 3.2's template takes
+  // today's date under transformers unless date_string is passed, so pass
+  // the date the reference run used to reproduce it.
+  std::string date = "26 Jul 2024";
+};
+
+class ChatTemplateError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Maps a tokenizer's chat_template text to the family it implements. Throws
+// ChatTemplateError, naming --template, for a template this cannot render
+// faithfully (another model family, an unknown default system prompt,
+// reasoning handling that plain ChatML lacks).
+ChatFamily detect_chat_family(const std::string& template_text);
+
+// The --template names: chatml, qwen2, qwen2_5, qwen3, llama3, llama3_1
+// (dots accepted for underscores; llama3_2 and llama3_3 mean llama3_1).
+// Throws ChatTemplateError listing the valid names.
+ChatFamily parse_chat_family(const std::string& name);
+
+// The canonical --template name of a family.
+const char* chat_family_name(ChatFamily family);
+
+// True when render_chat's text already starts with the bos token
+// (<|begin_of_text|> for Llama 3), so the caller must not add another.
+bool chat_family_emits_bos(ChatFamily family);
+
+// Throws ChatTemplateError for an empty list or a role other than system,
+// user, assistant and tool.
+std::string render_chat(ChatFamily family, const std::vector<ChatMessage>& messages,
+                        const ChatOptions& options = {});
+
+// [{"role": ..., "content": ...}] where content is a string or a list of
+// {"type": "text", "text": ...} parts (joined with nothing between them, as
+// transformers' multimodal templates join text parts). Throws
+// ChatTemplateError naming the message index on a malformed entry.
+std::vector<ChatMessage> messages_from_json(const nlohmann::json& messages);
+
+}  // namespace grpo::tok
