@@ -6,6 +6,7 @@
 #include "model/engine.h"
 #include "model/logprobs.h"
 #include "model/weights.h"
+#include "tokenizer/tokenizer.h"
 
 using namespace grpo::model;
 
@@ -73,4 +74,28 @@ TEST(Engine, StopIdsEndEarlyAndFinishedRowsLeaveTheBatch) {
   EXPECT_EQ(out[0].finish, FinishReason::Stop);
   EXPECT_EQ(out[2].ids.size(), 6u);  // the other prompt runs on to max_new_tokens
   EXPECT_EQ(out[2].finish, FinishReason::Length);
+}
+
+TEST(Engine, StopStringsEndGenerationWhereTheTextFirstContainsThem) {
+  // tiny-qwen2's ids (< 300) are valid ids of the Qwen3 tokenizer, which
+  // gives the sampled tokens text to search.
+  static grpo::tok::Tokenizer tokenizer = grpo::tok::Tokenizer::from_file(GRPO_SHARED_DATA_DIR "/qwen3-tokenizer.json");
+  Engine with_text(load_model(kDir), &tokenizer);
+  SamplingParams p = params(24, 1.3);
+  auto free_run = with_text.generate({{kPrompt, 1, 77, {}}}, p)[0];
+  ASSERT_EQ(free_run.ids.size(), 24u);
+  // A stop string made of the end of token 5's text and the start of token 6's.
+  std::string t5 = tokenizer.decode({free_run.ids[5]}), t6 = tokenizer.decode({free_run.ids[6]});
+  ASSERT_FALSE(t5.empty() || t6.empty());
+  std::string stop = t5.substr(t5.size() - 1) + t6.substr(0, 1);
+  size_t expected_len = 0;  // the first prefix whose text contains the stop string
+  for (size_t k = 1; k <= free_run.ids.size() && !expected_len; ++k) {
+    std::vector<int32_t> prefix(free_run.ids.begin(), free_run.ids.begin() + static_cast<std::ptrdiff_t>(k));
+    if (tokenizer.decode(prefix).find(stop) != std::string::npos) expected_len = k;
+  }
+  p.stop_strings = {stop};
+  auto stopped = with_text.generate({{kPrompt, 1, 77, {}}}, p)[0];
+  EXPECT_EQ(stopped.finish, FinishReason::Stop);
+  EXPECT_EQ(stopped.ids.size(), expected_len);
+  EXPECT_TRUE(std::equal(stopped.ids.begin(), stopped.ids.end(), free_run.ids.begin()));
 }
