@@ -104,7 +104,16 @@ CausalLM load_model(const std::string& dir, at::ScalarType dtype) {
   return model;
 }
 
-void save_model(CausalLMImpl& model, const std::string& dir, size_t max_shard_bytes) {
+void copy_tokenizer_files(const std::string& from_dir, const std::string& to_dir) {
+  if (fs::equivalent(from_dir, to_dir)) return;
+  for (const char* name : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja",
+                           "generation_config.json", "vocab.json", "merges.txt", "added_tokens.json"}) {
+    fs::path src = fs::path(from_dir) / name;
+    if (fs::exists(src)) fs::copy_file(src, fs::path(to_dir) / name, fs::copy_options::overwrite_existing);
+  }
+}
+
+void save_model(CausalLMImpl& model, const std::string& dir, const std::string& tokenizer_dir, size_t max_shard_bytes) {
   fs::create_directories(dir);
   std::vector<at::Tensor> keep;  // contiguous CPU copies outlive the views below
   std::vector<TensorView> views;
@@ -120,6 +129,7 @@ void save_model(CausalLMImpl& model, const std::string& dir, size_t max_shard_by
   const std::string tmp = (fs::path(dir) / "config.json.tmp").string();
   std::ofstream(tmp) << config.dump(2) << "\n";
   fs::rename(tmp, fs::path(dir) / "config.json");
+  if (!tokenizer_dir.empty()) copy_tokenizer_files(tokenizer_dir, dir);
 }
 
 }  // namespace grpo::model

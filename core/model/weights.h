@@ -28,7 +28,13 @@ void load_weights(CausalLMImpl& model, const CheckpointFiles& files);
 CausalLM load_model(const std::string& dir, at::ScalarType dtype = at::kFloat);
 
 // Writes config.json and model.safetensors (sharded beyond max_shard_bytes)
-// so that Hugging Face transformers and vLLM load the directory.
-void save_model(CausalLMImpl& model, const std::string& dir, size_t max_shard_bytes = size_t(5) << 30);
+// so that Hugging Face transformers and vLLM load the directory; the
+// tokenizer files of `tokenizer_dir` (when given) are copied beside them.
+void save_model(CausalLMImpl& model, const std::string& dir, const std::string& tokenizer_dir = "",
+                size_t max_shard_bytes = size_t(5) << 30);
+
+// Copies tokenizer.json, tokenizer_config.json and the other files a
+// tokenizer or generation settings live in, those that exist.
+void copy_tokenizer_files(const std::string& from_dir, const std::string& to_dir);
 
 }  // namespace grpo::model

@@ -77,4 +77,18 @@ TEST(Architectures, Llama3RopeScalingSlowsOnlyLongWavelengths) {
   EXPECT_NEAR(b[last].item<float>(), a[last].item<float>() / 8.0f, 1e-9);  // longest wavelength: / factor
 }
 
+TEST_P(Architectures, Bfloat16StorageLoadsIntoFloat32) {
+  CausalLM lm = make();
+  lm->to(at::kBFloat16);
+  auto dir = std::filesystem::temp_directory_path() / ("grpo_arch_bf16_" + GetParam());
+  std::filesystem::remove_all(dir);
+  save_model(*lm, dir.string());
+  EXPECT_EQ(CheckpointFiles::open(dir.string()).require("model.norm.weight").dtype, DType::BF16);
+  CausalLM back = load_model(dir.string(), at::kFloat);
+  for (auto& p : back->named_parameters()) {
+    ASSERT_EQ(p.value().scalar_type(), at::kFloat);
+    EXPECT_TRUE(at::equal(p.value(), lm->named_parameters()[p.key()].to(at::kFloat))) << p.key();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(All, Architectures, ::testing::Values("qwen2", "llama", "qwen3"));
