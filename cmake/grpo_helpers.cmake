@@ -10,7 +10,8 @@ function(grpo_plugin name)
     PREFIX "libgrpo_"
     C_VISIBILITY_PRESET hidden CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON
     LIBRARY_OUTPUT_DIRECTORY ${GRPO_PLUGIN_OUTPUT_DIR})
-  target_link_options(${name} PRIVATE -Wl,-z,defs)
+  # Export exactly the entry symbol, whatever the linked libraries' headers mark as visible.
+  target_link_options(${name} PRIVATE -Wl,-z,defs -Wl,--version-script=${PROJECT_SOURCE_DIR}/cmake/plugin.map)
   install(TARGETS ${name} LIBRARY DESTINATION ${GRPO_PLUGIN_INSTALL_DIR})
   set_property(GLOBAL APPEND PROPERTY GRPO_PLUGIN_TARGETS ${name})
 endfunction()

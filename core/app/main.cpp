@@ -12,6 +12,7 @@
 #include "data/dataset.h"
 #include "plugins/plugin_error.h"
 #include "score/score_command.h"
+#include "tokenizer/chat_template.h"
 
 namespace {
 
@@ -24,7 +25,8 @@ commands:
   plugins    list the plugins found; --describe NAME prints a plugin's options
   init-model create a randomly initialised model: --arch qwen2|llama|qwen3 --preset tiny|small|base25m
              --out DIR [--tokenizer PATH] (without one, a byte-level tokenizer of its own)
-  generate   sample from a model: --model DIR --prompt TEXT [--n K] [--raw] [--temperature ...]
+  generate   sample from a model: --model DIR --prompt TEXT [--n K] [--temperature ...]; the prompt is a
+             user turn in the model's chat format (--template to choose it), or plain text with --raw
   config     validate a configuration and print it resolved, as args.yaml holds it; --save PATH writes it
   help       this text and every flag (--help)
   version    the program and SDK version
@@ -85,6 +87,9 @@ int main(int argc, char** argv) {
     spdlog::error("{}", e.what());
     return 2;
   } catch (const grpo::plugins::PluginError& e) {
+    spdlog::error("{}", e.what());
+    return 2;
+  } catch (const grpo::tok::ChatTemplateError& e) {
     spdlog::error("{}", e.what());
     return 2;
   } catch (const grpo::data::DataError& e) {

@@ -14,6 +14,7 @@
 #include "model/threads.h"
 #include "model/weights.h"
 #include "tokenizer/byte_tokenizer.h"
+#include "tokenizer/chat_prompt.h"
 #include "tokenizer/tokenizer.h"
 
 namespace grpo::app {
@@ -84,7 +85,16 @@ int run_generate_command(const std::vector<std::string>& args) {
   tok::Tokenizer tokenizer = tok::Tokenizer::from_dir(dir);
   model::Engine engine(model::load_model(dir), &tokenizer);
   model::GenerateRequest request;
-  request.prompt_ids = tokenizer.encode(prompt, /*add_special_tokens=*/true);
+  if (parsed.extras.count("raw")) {
+    request.prompt_ids = tokenizer.encode(prompt, /*add_special_tokens=*/true);
+  } else {  // as a user turn in the model's chat format, after --system if given
+    tok::ChatFamily family = tok::chat_family_for(tokenizer, cfg.get_string("template"));
+    std::vector<tok::ChatMessage> messages;
+    const std::string system = cfg.get_string("system");
+    if (!system.empty()) messages.push_back({"system", system});
+    messages.push_back({"user", prompt});
+    request.prompt_ids = tok::encode_chat_prompt(tokenizer, family, messages);
+  }
   request.n = std::stoll(one(parsed, "n", "1"));
   request.seed = static_cast<uint64_t>(cfg.get_int("seed"));
   if (auto eos = tokenizer.eos_id()) request.stop_ids.push_back(*eos);

@@ -129,6 +129,9 @@ std::vector<FlagSpec> build_table() {
           .at_least(0).below(1));
   add(boolean("dataset_shuffle", true, "shuffle the training prompts"));
   add(text("system", nullptr, "system prompt, or the path of a file that holds it"));
+  add(text("template", nullptr,
+           "chat format: chatml | qwen2 | qwen2_5 | qwen3 | llama3 | llama3_1 (unset: read from tokenizer_config.json)")
+          .hint("NAME"));
   add(integer("max_length", nullptr, "limit on prompt + completion tokens (unset: the model's limit)")
           .at_least(1));
   add(text("truncation_strategy", "left", "left | right | delete: how a prompt over max_length is cut (delete skips the row)")
@@ -303,8 +306,6 @@ std::vector<FlagSpec> build_table() {
       "`huggingface-cli download Qwen/Qwen2.5-7B-Instruct --local-dir Qwen2.5-7B-Instruct`) and drop --use_hf"));
   add(text("attn_impl", nullptr, "refused").hint("NAME").refused(
       "grpo-host picks its attention kernel itself for the device it runs on; drop --attn_impl"));
-  add(text("template", nullptr, "refused").hint("NAME").refused(
-      "grpo-host applies the chat template of the model's tokenizer_config.json; drop --template"));
   add(boolean("padding_free", false, "refused").refused(
       "padding_free is a transformers/flash-attn option; grpo-host lays out its batches itself, drop it"));
   add(boolean("use_liger_kernel", false, "refused").refused(

@@ -57,20 +57,14 @@ char32_t decode_at(std::string_view s, size_t i, size_t* length) {
 
 // Jinja's `trim` filter: Python's str.strip() with no argument.
 std::string python_strip(std::string_view s) {
-  size_t begin = 0;
+  size_t begin = std::string_view::npos;
   size_t end = 0;  // one past the last non-space code point
-  bool seen = false;
-  for (size_t i = 0; i < s.size();) {
-    size_t n = 0;
-    const bool space = is_python_space(decode_at(s, i, &n));
-    if (!space) {
-      if (!seen) begin = i;
-      seen = true;
-      end = i + n;
-    }
-    i += n;
+  for (size_t i = 0, n = 0; i < s.size(); i += n) {
+    if (is_python_space(decode_at(s, i, &n))) continue;
+    if (begin == std::string_view::npos) begin = i;
+    end = i + n;
   }
-  return seen ? std::string(s.substr(begin, end - begin)) : std::string();
+  return begin == std::string_view::npos ? std::string() : std::string(s.substr(begin, end - begin));
 }
 
 // str.lstrip('\n'), str.rstrip('\n') and str.strip('\n'): Qwen3 strips only
@@ -85,11 +79,11 @@ std::string_view rstrip_newlines(std::string_view s) {
 }
 std::string_view strip_newlines(std::string_view s) { return rstrip_newlines(lstrip_newlines(s)); }
 
-bool starts_with(std::string_view s, std::string_view prefix) {
-  return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
-}
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+// Qwen3 wraps tool output in a user turn; such a turn is not a new query.
+bool is_tool_response(std::string_view s) {
+  static constexpr std::string_view kOpen = "<tool_response>", kClose = "</tool_response>";
+  return s.size() >= kClose.size() && s.compare(0, kOpen.size(), kOpen) == 0 &&
+         s.compare(s.size() - kClose.size(), kClose.size(), kClose) == 0;
 }
 
 // transformers' `tojson` filter on a string: json.dumps(s, ensure_ascii=False),
@@ -182,7 +176,7 @@ std::string render_qwen3(const std::vector<ChatMessage>& messages) {
   size_t last_query = messages.size() - 1;
   for (size_t i = messages.size(); i-- > 0;) {
     const ChatMessage& m = messages[i];
-    if (m.role == "user" && !(starts_with(m.content, "<tool_response>") && ends_with(m.content, "</tool_response>"))) {
+    if (m.role == "user" && !is_tool_response(m.content)) {
       last_query = i;
       break;
     }
@@ -190,6 +184,8 @@ std::string render_qwen3(const std::vector<ChatMessage>& messages) {
   for (size_t i = 0; i < messages.size(); ++i) {
     const ChatMessage& m = messages[i];
     if (m.role == "system") {
+      // The template prints a first system message before its loop and later
+      // ones inside it; both come out as the same turn.
       append_im_turn(out, "system", m.content);
     } else if (m.role == "user") {
       append_im_turn(out, "user", m.content);
@@ -399,12 +395,12 @@ std::vector<ChatMessage> messages_from_json(const nlohmann::json& messages) {
       for (size_t k = 0; k < content->size(); ++k) {
         const nlohmann::json& part = (*content)[k];
         const std::string part_where = where + ".content[" + std::to_string(k) + "]";
-        const auto type = part.is_object() ? part.find("type") : part.end();
-        if (!part.is_object() || type == part.end() || !type->is_string()) {
+        if (!part.is_object() || !part.contains("type") || !part["type"].is_string()) {
           throw ChatTemplateError(part_where + " must be an object {type: \"text\", text}");
         }
-        if (*type != "text") {
-          throw ChatTemplateError(part_where + " has type \"" + type->get<std::string>() +
+        const nlohmann::json& type = part["type"];
+        if (type != "text") {
+          throw ChatTemplateError(part_where + " has type \"" + type.get<std::string>() +
                                   "\"; only text parts can be rendered");
         }
         const auto text = part.find("text");

@@ -25,7 +25,13 @@ TEST(InitModelCommand, EveryArchitectureAndAForeignTokenizer) {
                                " --tokenizer " GRPO_SHARED_DATA_DIR "/qwen3-tokenizer.json");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("vocab 151669"), std::string::npos) << r.output;
-    r = run_host("generate --model " + dir + " --prompt 'Hello' --max_completion_length 3 --top_k 1");
+    r = run_host("generate --model " + dir + " --prompt 'Hello' --max_completion_length 3 --top_k 1 --raw");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    // tokenizer.json alone has no chat template: say how to choose one.
+    r = run_host("generate --model " + dir + " --prompt 'Hello' --max_completion_length 3");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("--template"), std::string::npos) << r.output;
+    r = run_host("generate --model " + dir + " --prompt 'Hello' --max_completion_length 3 --template qwen3");
     EXPECT_EQ(r.exit_code, 0) << r.output;
   }
 }

@@ -194,14 +194,17 @@ TEST(ChatTemplate, LlamaTrimsUnicodeWhitespaceAndTakesTheDate) {
   // U+001C count as whitespace; a zero-width space (U+200B) does not.
   ChatOptions options;
   options.date = "01 Jan 2025";
-  EXPECT_EQ(render_chat(ChatFamily::Llama3_1, {{"system", "\xc2\xa0 S \xe3\x80\x80"}, {"user", "\x1c\tHi\xe2\x80\x8b\n"}},
-                        options),
+  EXPECT_EQ(render_chat(ChatFamily::Llama3_1,
+                        {{"system", "\xc2\xa0 S \xe3\x80\x80"}, {"user", "\x1c\tHi\xe2\x80\x8b\n"}}, options),
             "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
             "Cutting Knowledge Date: December 2023\nToday Date: 01 Jan 2025\n\nS<|eot_id|>"
             "<|start_header_id|>user<|end_header_id|>\n\nHi\xe2\x80\x8b<|eot_id|>" +
                 kLlamaPrompt);
   EXPECT_EQ(render_chat(ChatFamily::Llama3, {{"user", " \n "}}, no_generation_prompt()),
             "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\n<|eot_id|>");
+  // Bytes that are not UTF-8 are kept, never taken for whitespace.
+  EXPECT_EQ(render_chat(ChatFamily::Llama3, {{"user", " a\xe2\x80 "}}, no_generation_prompt()),
+            "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\na\xe2\x80<|eot_id|>");
 }
 
 TEST(ChatTemplate, OnlyLlamaRendersTheBosToken) {

@@ -1,0 +1,22 @@
+// Prompts as token ids: chat messages rendered in the model's chat format.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace grpo::tok {
+
+// The chat family: `template_flag` (--template) when set, else detected from
+// the tokenizer's chat template. Throws ChatTemplateError naming --template
+// when neither gives one.
+ChatFamily chat_family_for(const Tokenizer& tokenizer, const std::string& template_flag);
+
+// The ids of `messages` followed by the generation prompt. The rendered text
+// carries its own special tokens, so none are added.
+std::vector<int32_t> encode_chat_prompt(const Tokenizer& tokenizer, ChatFamily family,
+                                        const std::vector<ChatMessage>& messages, const ChatOptions& options = {});
+
+}  // namespace grpo::tok

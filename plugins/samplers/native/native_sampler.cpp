@@ -1,0 +1,138 @@
+// The native sampler: the generation engine in the trainer's process, behind
+// the sampler ABI. Weights handed over as views (GRPO_WEIGHTS_VIEW) are used
+// in place — the engine's parameters alias the trainer's, so an optimizer
+// step is visible to the next generate() without any copy.
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include <ATen/DLConvertor.h>
+#include <grpo/sdk.hpp>
+#include <torch/types.h>
+#include <torch/utils.h>
+
+#include "model/engine.h"
+#include "model/threads.h"
+#include "model/weights.h"
+#include "tokenizer/tokenizer.h"
+
+namespace {
+
+struct NativeSampler {
+  grpo::Host host;
+  std::unique_ptr<grpo::tok::Tokenizer> tokenizer;
+  std::unique_ptr<grpo::model::Engine> engine;
+};
+
+at::ScalarType dtype_named(const std::string& name) {
+  if (name.empty() || name == "float32") return at::kFloat;
+  if (name == "bfloat16") return at::kBFloat16;
+  if (name == "float16") return at::kHalf;
+  throw grpo::Error("torch_dtype must be float32, bfloat16 or float16, got '" + name + "'");
+}
+
+// A tensor aliasing the memory a DLTensor view describes (no copy).
+at::Tensor alias_of(const grpo_dl_tensor& view) {
+  auto* managed = new DLManagedTensor{};
+  std::memcpy(&managed->dl_tensor, &view, sizeof(DLTensor));  // layout-identical (tests/sdk/dlpack_layout_test.cpp)
+  managed->deleter = [](DLManagedTensor* self) { delete self; };
+  return at::fromDLPack(managed);
+}
+
+grpo_status create(const grpo_host_api* host_api, grpo_str config, grpo_sampler_instance** out, grpo_error* err) {
+  return grpo::detail::guarded(err, [&] {
+    grpo::Options o{grpo::view(config)};
+    const std::string dir = o.get_string("model", "");
+    if (dir.empty()) throw grpo::Error("the native sampler needs 'model': a Hugging Face model directory");
+    auto s = std::make_unique<NativeSampler>();
+    s->host = grpo::Host(host_api);
+    grpo::model::configure_cpu_threads(static_cast<int>(o.get_int("num_threads", 0)));
+    s->tokenizer = std::make_unique<grpo::tok::Tokenizer>(grpo::tok::Tokenizer::from_dir(dir));
+    grpo::model::CausalLM lm = grpo::model::load_model(dir, dtype_named(o.get_string("torch_dtype", "")));
+    const std::string device = o.get_string("device", "cpu");
+    lm->to(at::Device(device));
+    s->engine = std::make_unique<grpo::model::Engine>(lm, s->tokenizer.get());
+    s->host.info("native sampler ready: " + dir + " on " + device);
+    *out = reinterpret_cast<grpo_sampler_instance*>(s.release());
+  });
+}
+
+grpo_status generate(grpo_sampler_instance* self, const grpo_generate_request* requests, size_t n_requests,
+                     size_t stride, const grpo_sampling_params* params, grpo_completion_sink sink, void* sink_ctx,
+                     grpo_error* err) {
+  return grpo::detail::guarded(err, [&] {
+    auto* s = reinterpret_cast<NativeSampler*>(self);
+    grpo::model::SamplingParams sp;
+    sp.temperature = params->temperature;
+    sp.top_p = params->top_p;
+    sp.top_k = params->top_k;
+    sp.min_p = params->min_p;
+    sp.repetition_penalty = params->repetition_penalty;
+    sp.max_new_tokens = params->max_new_tokens;
+    for (size_t i = 0; i < params->n_stop_strings; ++i) sp.stop_strings.emplace_back(grpo::view(params->stop_strings[i]));
+    std::vector<grpo::model::GenerateRequest> reqs;
+    std::vector<uint64_t> ids;
+    for (size_t i = 0; i < n_requests; ++i) {
+      const auto* r = reinterpret_cast<const grpo_generate_request*>(reinterpret_cast<const char*>(requests) + i * stride);
+      grpo::model::GenerateRequest g;
+      g.prompt_ids.assign(r->prompt_ids, r->prompt_ids + r->n_prompt_ids);
+      g.n = r->n;
+      g.seed = r->seed;
+      g.stop_ids.assign(r->stop_ids, r->stop_ids + r->n_stop_ids);
+      reqs.push_back(std::move(g));
+      ids.push_back(r->request_id);
+    }
+    for (const grpo::model::Completion& c : s->engine->generate(reqs, sp)) {
+      std::string text = s->tokenizer->decode(c.ids, /*skip_special_tokens=*/true);
+      grpo_completion out{};
+      out.struct_size = sizeof(grpo_completion);
+      out.request_id = ids[c.request];
+      out.index = static_cast<uint32_t>(c.index);
+      out.ids = c.ids.data();
+      out.n_ids = c.ids.size();
+      out.logprobs = params->return_logprobs ? c.logprobs.data() : nullptr;
+      out.text = grpo::str(text);
+      out.finish_reason = c.finish == grpo::model::FinishReason::Stop ? GRPO_FINISH_STOP : GRPO_FINISH_LENGTH;
+      sink(sink_ctx, &out);
+    }
+  });
+}
+
+grpo_status load_weights(grpo_sampler_instance* self, const grpo_named_tensor* tensors, size_t n, uint32_t flags,
+                         grpo_error* err) {
+  return grpo::detail::guarded(err, [&] {
+    auto* s = reinterpret_cast<NativeSampler*>(self);
+    torch::NoGradGuard no_grad;
+    auto params = s->engine->model()->named_parameters();
+    for (size_t i = 0; i < n; ++i) {
+      const std::string name(grpo::view(tensors[i].name));
+      at::Tensor* p = params.find(name);
+      if (!p) throw grpo::Error("load_weights: the model has no parameter '" + name + "'");
+      at::Tensor src = alias_of(tensors[i].tensor);
+      if (src.sizes() != p->sizes())
+        throw grpo::Error("load_weights: '" + name + "' has shape " + c10::str(src.sizes()) + ", the model " +
+                          c10::str(p->sizes()));
+      if ((flags & GRPO_WEIGHTS_VIEW) && src.scalar_type() == p->scalar_type() && src.device() == p->device())
+        p->set_(src);  // share the trainer's storage: later in-place updates need no transfer
+      else
+        p->copy_(src);
+    }
+  });
+}
+
+void destroy(grpo_sampler_instance* self) { delete reinterpret_cast<NativeSampler*>(self); }
+
+const grpo_sampler_api kApi = {sizeof(grpo_sampler_api), GRPO_SAMPLER_IN_PROCESS, &create, &generate, &load_weights,
+                               nullptr, nullptr, &destroy};
+
+const char* kOptions = R"json([
+  {"name": "model", "type": "string", "default": null, "help": "Hugging Face model directory"},
+  {"name": "torch_dtype", "type": "string", "default": "float32", "help": "float32, bfloat16 or float16"},
+  {"name": "device", "type": "string", "default": "cpu", "help": "cpu or cuda[:N]"},
+  {"name": "num_threads", "type": "int", "default": 0, "help": "CPU threads (0 = all cores)"}])json";
+
+}  // namespace
+
+GRPO_EXPORT_PLUGINS(::grpo::detail::PluginRecord{"native", GRPO_SAMPLER_INTERFACE, "1.0.0",
+                                                 "the in-process LibTorch engine (KV cache, shared prompt prefill)",
+                                                 kOptions, &kApi, {}})
