@@ -47,7 +47,12 @@ grpo_status create(const grpo_host_api* host_api, grpo_str config, grpo_sampler_
     auto s = std::make_unique<NativeSampler>();
     s->host = grpo::Host(host_api);
     grpo::model::configure_cpu_threads(static_cast<int>(o.get_int("num_threads", 0)));
-    s->tokenizer = std::make_unique<grpo::tok::Tokenizer>(grpo::tok::Tokenizer::from_dir(dir));
+    // The tokenizer decodes completions and finds stop strings: the model's own unless told otherwise.
+    const std::string tok_path = o.get_string("tokenizer", dir);
+    s->tokenizer = std::make_unique<grpo::tok::Tokenizer>(
+        tok_path.size() > 5 && tok_path.compare(tok_path.size() - 5, 5, ".json") == 0
+            ? grpo::tok::Tokenizer::from_file(tok_path)
+            : grpo::tok::Tokenizer::from_dir(tok_path));
     grpo::model::CausalLM lm = grpo::model::load_model(dir, dtype_named(o.get_string("torch_dtype", "")));
     const std::string device = o.get_string("device", "cpu");
     lm->to(at::Device(device));
@@ -127,6 +132,7 @@ const grpo_sampler_api kApi = {sizeof(grpo_sampler_api), GRPO_SAMPLER_IN_PROCESS
 
 const char* kOptions = R"json([
   {"name": "model", "type": "string", "default": null, "help": "Hugging Face model directory"},
+  {"name": "tokenizer", "type": "string", "default": null, "help": "tokenizer directory or tokenizer.json (default: the model's)"},
   {"name": "torch_dtype", "type": "string", "default": "float32", "help": "float32, bfloat16 or float16"},
   {"name": "device", "type": "string", "default": "cpu", "help": "cpu or cuda[:N]"},
   {"name": "num_threads", "type": "int", "default": 0, "help": "CPU threads (0 = all cores)"}])json";

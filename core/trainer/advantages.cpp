@@ -1,0 +1,104 @@
+#include "trainer/advantages.h"
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace grpo::trainer {
+namespace {
+
+// The epsilon added to the std before dividing (spec §2: 1e-4, as swift and TRL).
+constexpr double kStdEpsilon = 1e-4;
+
+// Bessel-corrected std of each row ignoring NaN; NaN where a row has fewer
+// than two values (one value says nothing about the spread).
+// x: [K, M] -> [K]
+at::Tensor nanstd_rows(const at::Tensor& x) {
+  at::Tensor count = (~at::isnan(x)).sum(1).to(at::kDouble);                          // [K]
+  at::Tensor mean = at::nanmean(x, {1}, /*keepdim=*/true);                            // [K, 1]
+  at::Tensor sq_dev_sum = at::nansum((x - mean).pow(2), {1});                         // [K]
+  at::Tensor var = sq_dev_sum / (count - 1.0);                                        // [K]
+  return at::where(count >= 2.0, var.sqrt(), at::full_like(var, std::numeric_limits<double>::quiet_NaN()));
+}
+
+// torch.isclose(std, 0) with its default tolerances: |std| <= 1e-8; NaN is not close.
+at::Tensor is_zero_std(const at::Tensor& std) { return std.abs() <= 1e-8; }
+
+}  // namespace
+
+Advantages compute_advantages(const at::Tensor& rewards_nf, const std::vector<double>& weights,
+                              int64_t num_generations, ScaleRewards scale) {
+  if (rewards_nf.dim() != 2) {
+    throw std::invalid_argument("compute_advantages: the reward matrix must be 2-D [completions, reward functions], got " +
+                                std::to_string(rewards_nf.dim()) + " dimension(s)");
+  }
+  const int64_t n = rewards_nf.size(0);
+  const int64_t f = rewards_nf.size(1);
+  if (num_generations < 1) {
+    throw std::invalid_argument("compute_advantages: num_generations must be >= 1, got " +
+                                std::to_string(num_generations));
+  }
+  if (n % num_generations != 0) {
+    throw std::invalid_argument("compute_advantages: " + std::to_string(n) +
+                                " completions do not split into groups of num_generations = " +
+                                std::to_string(num_generations) + " (" + std::to_string(n) + " % " +
+                                std::to_string(num_generations) + " = " + std::to_string(n % num_generations) +
+                                "); the generation batch must be a multiple of num_generations");
+  }
+  if (static_cast<int64_t>(weights.size()) != f) {
+    throw std::invalid_argument("compute_advantages: " + std::to_string(weights.size()) +
+                                " reward weight(s) for " + std::to_string(f) +
+                                " reward function(s); reward_weights needs one weight per reward function");
+  }
+
+  // Statistics in float64 on the CPU: N is the generation batch (small) and
+  // the mean/std of nearly equal rewards lose digits in float32.
+  at::Tensor r_nf = rewards_nf.to(at::kCPU, at::kDouble);                                 // [N, F]
+  at::Tensor w = at::tensor(weights, at::TensorOptions().dtype(at::kDouble));             // [F]
+  at::Tensor all_nan = at::isnan(r_nf).all(1);                                            // [N]
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // NaN * w stays NaN and nansum skips it, so an abstaining function does not
+  // count as a 0 reward.
+  at::Tensor r = at::nansum(r_nf * w, {1});                                               // [N]
+  r = at::where(all_nan, at::full_like(r, nan), r);
+
+  const int64_t groups = n / num_generations;
+  at::Tensor grouped = r.view({groups, num_generations});                                 // [N/G, G]
+  at::Tensor group_mean = at::nanmean(grouped, {1});                                      // [N/G]
+  at::Tensor group_std = nanstd_rows(grouped);                                            // [N/G]
+  at::Tensor centred = r - group_mean.repeat_interleave(num_generations);                 // [N]
+
+  // The batch std is what TRL divides by and checks for zero under `batch`.
+  at::Tensor batch_std = nanstd_rows(r.view({1, n}));                                     // [1]
+
+  Advantages out;
+  at::Tensor a;
+  switch (scale) {
+    case ScaleRewards::Group:
+      a = centred / (group_std.repeat_interleave(num_generations) + kStdEpsilon);
+      break;
+    case ScaleRewards::Batch:
+      a = centred / (batch_std + kStdEpsilon);
+      break;
+    case ScaleRewards::None:
+      a = centred;
+      break;
+  }
+  // Unscorable rows and groups with one scored row end up NaN: they get no
+  // advantage, hence no gradient, instead of poisoning the loss.
+  out.advantages = at::nan_to_num(a, 0.0);
+  out.rewards = r;
+  out.group_std = group_std;
+  out.all_nan_rows = all_nan.sum().item<int64_t>();
+  if (n == 0) {
+    out.frac_zero_std = 0.0;
+  } else if (scale == ScaleRewards::Batch) {
+    out.frac_zero_std = is_zero_std(batch_std).to(at::kDouble).item<double>();
+  } else {
+    out.frac_zero_std = is_zero_std(group_std).to(at::kDouble).mean().item<double>();
+  }
+  return out;
+}
+
+}  // namespace grpo::trainer

@@ -1,0 +1,161 @@
+#include "trainer/grpo_loss.h"
+
+#include <algorithm>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace grpo::trainer {
+namespace {
+
+std::string shape_str(const at::Tensor& t) {
+  std::ostringstream os;
+  os << t.sizes();
+  return os.str();
+}
+
+void require(bool ok, const std::string& what) {
+  if (!ok) throw std::invalid_argument("grpo_loss: " + what);
+}
+
+void check_inputs(const LossInputs& in, const LossOptions& opt) {
+  require(in.logp.defined() && in.logp.dim() == 2, "logp must be a [B, T] tensor");
+  const auto same = [&](const at::Tensor& t, const char* name) {
+    require(t.sizes() == in.logp.sizes(),
+            std::string(name) + " has shape " + shape_str(t) + " but logp has " + shape_str(in.logp));
+  };
+  require(in.mask.defined(), "mask is required");
+  same(in.mask, "mask");
+  if (in.old_logp.defined()) same(in.old_logp, "old_logp");
+  if (opt.beta != 0.0) {
+    require(in.ref_logp.defined(), "beta = " + std::to_string(opt.beta) +
+                                       " needs ref_logp (reference log-probs); pass them or set beta 0");
+    same(in.ref_logp, "ref_logp");
+  }
+  const int64_t b = in.logp.size(0);
+  const at::Tensor& a = in.advantages;
+  require(a.defined(), "advantages are required");
+  const bool per_seq = (a.dim() == 1 && a.size(0) == b) || (a.dim() == 2 && a.size(0) == b && a.size(1) == 1);
+  const bool per_token = a.dim() == 2 && a.sizes() == in.logp.sizes();
+  require(per_seq || per_token, "advantages have shape " + shape_str(a) + "; expected [" + std::to_string(b) +
+                                    "], [" + std::to_string(b) + ", 1] or logp's " + shape_str(in.logp));
+  require(opt.epsilon_low >= 0.0 && opt.epsilon_high >= 0.0, "epsilon and epsilon_high must be >= 0");
+  require(!opt.delta || *opt.delta > 0.0, "delta must be > 0");
+  require(opt.gradient_accumulation_steps >= 1, "gradient_accumulation_steps must be >= 1");
+  require(opt.loss_type != LossType::DrGrpo || opt.max_completion_length >= 1,
+          "dr_grpo needs max_completion_length >= 1");
+}
+
+// Mean of a 0/1 indicator the way TRL's `masked_batch_mean` takes it: a
+// per-sequence indicator [B, 1] is averaged over sequences, a per-token one
+// [B, T] over the active tokens.
+double indicator_mean(const at::Tensor& x, const at::Tensor& m) {
+  if (x.size(1) == 1) return x.mean().item<double>();
+  return ((x * m).sum() / m.sum()).item<double>();
+}
+
+// Fraction of each active sequence's tokens where the indicator holds, [rows
+// with at least one active token].
+at::Tensor per_sequence_fraction(const at::Tensor& x, const at::Tensor& m) {
+  at::Tensor tokens = m.sum(1);                               // [B]
+  at::Tensor frac = (x.expand_as(m) * m).sum(1) / tokens;     // [B], NaN on empty rows
+  return frac.masked_select(tokens > 0);
+}
+
+}  // namespace
+
+LossOutput grpo_loss(const LossInputs& in, const LossOptions& opt) {
+  check_inputs(in, opt);
+  const int64_t b = in.logp.size(0);
+
+  // Ratios of nearly equal probabilities cancel digits: never in 16 bits.
+  at::ScalarType dtype = in.logp.scalar_type();
+  if (dtype == at::kHalf || dtype == at::kBFloat16) dtype = at::kFloat;
+  at::Tensor logp = in.logp.to(dtype);                                      // [B, T]
+  at::Tensor m = in.mask.to(logp.device(), dtype);                          // [B, T]
+  at::Tensor active = in.mask.to(logp.device()) != 0;                       // [B, T] bool
+  at::Tensor zero = at::zeros({}, logp.options());
+  at::Tensor old = in.old_logp.defined() ? in.old_logp.to(dtype).detach() : logp.detach();  // [B, T]
+  at::Tensor adv = in.advantages.to(logp.device(), dtype);
+  if (adv.dim() == 1) adv = adv.unsqueeze(1);                               // [B, 1] or [B, T]
+
+  // Masked positions get a log-ratio of 0 through `where`, not `* m`: a
+  // padding position with -inf log-probs then contributes neither NaN to the
+  // forward pass nor 0 * inf to the backward pass.
+  at::Tensor log_ratio = at::where(active, logp - old, zero);               // [B, T]
+  at::Tensor log_s = log_ratio;
+  if (opt.level == IsLevel::Sequence) {
+    log_s = (log_ratio * m).sum(1, /*keepdim=*/true) / m.sum(1, /*keepdim=*/true).clamp_min(1.0);  // [B, 1]
+  }
+  at::Tensor ratio = log_s.exp();                                           // [B, T] or [B, 1]
+  at::Tensor clipped = ratio.clamp(1.0 - opt.epsilon_low, 1.0 + opt.epsilon_high);
+  // delta caps the unclipped ratio only, after `clipped` is taken from the
+  // uncapped one (INTELLECT-2's two-sided clipping, as TRL orders it).
+  at::Tensor capped = opt.delta ? ratio.clamp_max(*opt.delta) : ratio;
+  at::Tensor loss_tok = -at::minimum(capped * adv, clipped * adv).expand_as(logp);  // [B, T]
+
+  at::Tensor kl;
+  if (opt.beta != 0.0) {
+    at::Tensor ref = in.ref_logp.to(dtype).detach();
+    at::Tensor d = at::where(active, ref - logp, zero);                     // [B, T]
+    kl = d.exp() - d - 1.0;                                                  // k3 estimator, >= 0
+    if (opt.use_bias_correction_kl) kl = kl * ratio;
+    loss_tok = loss_tok + opt.beta * kl;
+  }
+  at::Tensor per_token = at::where(active, loss_tok, zero) * m;             // [B, T]
+
+  at::Tensor loss;
+  const double ga = static_cast<double>(opt.gradient_accumulation_steps);
+  if (b == 0) {
+    loss = per_token.sum();  // an empty micro-batch: 0, still attached to logp
+  } else {
+    switch (opt.loss_type) {
+      case LossType::Grpo:
+        loss = (per_token.sum(1) / m.sum(1).clamp_min(1.0)).mean() / ga;
+        break;
+      case LossType::Bnpo:
+        loss = per_token.sum() / m.sum().clamp_min(1.0) / ga;
+        break;
+      case LossType::DrGrpo:
+        loss = per_token.sum() / (static_cast<double>(b) * static_cast<double>(opt.max_completion_length)) / ga;
+        break;
+      case LossType::Dapo: {
+        // The caller's count makes the loss a token mean over the whole
+        // generation batch once DDP averages the ranks' gradients.
+        at::Tensor normaliser = opt.dapo_active_tokens > 0.0 ? at::full({}, opt.dapo_active_tokens, logp.options())
+                                                              : m.sum().clamp_min(1.0);
+        loss = per_token.sum() / normaliser;
+        break;
+      }
+    }
+  }
+
+  LossOutput out;
+  out.loss = loss;
+  out.per_token_loss = per_token.detach();
+  out.ratio = ratio.detach();
+  if (kl.defined()) out.per_token_kl = at::where(active, kl, zero).detach();
+
+  // Metrics in float64 from detached values.
+  at::NoGradGuard no_grad;
+  at::Tensor md = m.to(at::kDouble);
+  if (md.sum().item<double>() > 0.0) {
+    if (kl.defined()) out.metrics["kl"] = ((kl.detach().to(at::kDouble) * md).sum() / md.sum()).item<double>();
+    at::Tensor r = out.ratio;
+    at::Tensor a = adv.detach();
+    at::Tensor low = ((r < 1.0 - opt.epsilon_low) & (a < 0)).to(at::kDouble);    // [B, T] or [B, 1]
+    at::Tensor high = ((r > 1.0 + opt.epsilon_high) & (a > 0)).to(at::kDouble);  // [B, T] or [B, 1]
+    at::Tensor region = at::maximum(low, high);
+    out.metrics["clip_ratio/low_mean"] = indicator_mean(low, md);
+    out.metrics["clip_ratio/high_mean"] = indicator_mean(high, md);
+    out.metrics["clip_ratio/region_mean"] = indicator_mean(region, md);
+    // TRL takes min / max over the values it gathers; the reference values
+    // take them over the sequences, each with its own clipped fraction.
+    out.metrics["clip_ratio/low_min"] = per_sequence_fraction(low, md).min().item<double>();
+    out.metrics["clip_ratio/high_max"] = per_sequence_fraction(high, md).max().item<double>();
+  }
+  return out;
+}
+
+}  // namespace grpo::trainer
