@@ -12,7 +12,11 @@
 #include "data/dataset.h"
 #include "plugins/plugin_error.h"
 #include "score/score_command.h"
+#include "model/checkpoint_files.h"
+#include "model/model_config.h"
+#include "model/safetensors.h"
 #include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
 
 namespace {
 
@@ -52,6 +56,16 @@ int run_train_command(const std::vector<std::string>& args) {
       "completions (grpo-host score); the trainer comes with the next release");
 }
 
+// Errors about what the user gave (flags, files, plugins) exit with 2, as
+// usage errors do; anything else is ours and exits with 1.
+bool is_input_error(const std::exception& e) {
+  return dynamic_cast<const grpo::config::ConfigError*>(&e) || dynamic_cast<const grpo::plugins::PluginError*>(&e) ||
+         dynamic_cast<const grpo::data::DataError*>(&e) || dynamic_cast<const grpo::tok::ChatTemplateError*>(&e) ||
+         dynamic_cast<const grpo::tok::TokenizerError*>(&e) || dynamic_cast<const grpo::model::CheckpointError*>(&e) ||
+         dynamic_cast<const grpo::model::ModelConfigError*>(&e) ||
+         dynamic_cast<const grpo::model::SafetensorsError*>(&e);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -83,20 +97,8 @@ int main(int argc, char** argv) {
     if (command == "train") return run_train_command(args);
     std::fprintf(stderr, "grpo-host: unknown command '%s'\n\n%s", command.c_str(), kUsage);
     return 2;
-  } catch (const grpo::config::ConfigError& e) {
-    spdlog::error("{}", e.what());
-    return 2;
-  } catch (const grpo::plugins::PluginError& e) {
-    spdlog::error("{}", e.what());
-    return 2;
-  } catch (const grpo::tok::ChatTemplateError& e) {
-    spdlog::error("{}", e.what());
-    return 2;
-  } catch (const grpo::data::DataError& e) {
-    spdlog::error("{}", e.what());
-    return 2;
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());
-    return 1;
+    return is_input_error(e) ? 2 : 1;
   }
 }

@@ -11,15 +11,25 @@ namespace {
 // The epsilon added to the std before dividing (spec §2: 1e-4, as swift and TRL).
 constexpr double kStdEpsilon = 1e-4;
 
-// Bessel-corrected std of each row ignoring NaN; NaN where a row has fewer
-// than two values (one value says nothing about the spread).
-// x: [K, M] -> [K]
-at::Tensor nanstd_rows(const at::Tensor& x) {
-  at::Tensor count = (~at::isnan(x)).sum(1).to(at::kDouble);                          // [K]
-  at::Tensor mean = at::nanmean(x, {1}, /*keepdim=*/true);                            // [K, 1]
-  at::Tensor sq_dev_sum = at::nansum((x - mean).pow(2), {1});                         // [K]
-  at::Tensor var = sq_dev_sum / (count - 1.0);                                        // [K]
-  return at::where(count >= 2.0, var.sqrt(), at::full_like(var, std::numeric_limits<double>::quiet_NaN()));
+struct RowStats {
+  at::Tensor centred;  // [K, M]: x - nanmean of its row
+  at::Tensor std;      // [K]: Bessel-corrected nanstd; NaN where a row has < 2 values
+};
+
+// Mean and std of each row, ignoring NaN. One value says nothing about the
+// spread, hence NaN with fewer than two.
+// Rationale: the row is first shifted by one of its own values, so a row of
+// equal rewards centres to exactly 0 (not to the ~1e-16 of a rounded mean,
+// which the division by std + 1e-4 would blow up to ~1e-12).
+// x: [K, M]
+RowStats row_stats(const at::Tensor& x) {
+  at::Tensor shift = std::get<0>(at::nanmedian(x, 1, /*keepdim=*/true));       // [K, 1], a member of the row
+  at::Tensor d = x - shift;                                                     // [K, M]
+  at::Tensor centred = d - at::nanmean(d, {1}, /*keepdim=*/true);               // [K, M]
+  at::Tensor count = (~at::isnan(x)).sum(1).to(at::kDouble);                    // [K]
+  at::Tensor var = at::nansum(centred.pow(2), {1}) / (count - 1.0);             // [K]
+  at::Tensor nan = at::full_like(var, std::numeric_limits<double>::quiet_NaN());
+  return {centred, at::where(count >= 2.0, var.sqrt(), nan)};
 }
 
 // torch.isclose(std, 0) with its default tolerances: |std| <= 1e-8; NaN is not close.
@@ -52,6 +62,11 @@ Advantages compute_advantages(const at::Tensor& rewards_nf, const std::vector<do
                                 " reward function(s); reward_weights needs one weight per reward function");
   }
 
+  if (n == 0) {
+    const auto opts = at::TensorOptions().dtype(at::kDouble);
+    return {at::empty({0}, opts), at::empty({0}, opts), at::empty({0}, opts), 0, 0.0};
+  }
+
   // Statistics in float64 on the CPU: N is the generation batch (small) and
   // the mean/std of nearly equal rewards lose digits in float32.
   at::Tensor r_nf = rewards_nf.to(at::kCPU, at::kDouble);                                 // [N, F]
@@ -65,12 +80,11 @@ Advantages compute_advantages(const at::Tensor& rewards_nf, const std::vector<do
 
   const int64_t groups = n / num_generations;
   at::Tensor grouped = r.view({groups, num_generations});                                 // [N/G, G]
-  at::Tensor group_mean = at::nanmean(grouped, {1});                                      // [N/G]
-  at::Tensor group_std = nanstd_rows(grouped);                                            // [N/G]
-  at::Tensor centred = r - group_mean.repeat_interleave(num_generations);                 // [N]
-
+  RowStats group = row_stats(grouped);
+  at::Tensor group_std = group.std;                                                       // [N/G]
+  at::Tensor centred = group.centred.reshape({n});                                        // [N], r - mean_g
   // The batch std is what TRL divides by and checks for zero under `batch`.
-  at::Tensor batch_std = nanstd_rows(r.view({1, n}));                                     // [1]
+  at::Tensor batch_std = row_stats(r.view({1, n})).std;                                   // [1]
 
   Advantages out;
   at::Tensor a;
@@ -91,9 +105,7 @@ Advantages compute_advantages(const at::Tensor& rewards_nf, const std::vector<do
   out.rewards = r;
   out.group_std = group_std;
   out.all_nan_rows = all_nan.sum().item<int64_t>();
-  if (n == 0) {
-    out.frac_zero_std = 0.0;
-  } else if (scale == ScaleRewards::Batch) {
+  if (scale == ScaleRewards::Batch) {
     out.frac_zero_std = is_zero_std(batch_std).to(at::kDouble).item<double>();
   } else {
     out.frac_zero_std = is_zero_std(group_std).to(at::kDouble).mean().item<double>();

@@ -1,10 +1,8 @@
 #include "trainer/grpo_loss.h"
 
-#include <algorithm>
 #include <sstream>
 #include <stdexcept>
 #include <string>
-#include <vector>
 
 namespace grpo::trainer {
 namespace {
@@ -134,7 +132,7 @@ LossOutput grpo_loss(const LossInputs& in, const LossOptions& opt) {
   LossOutput out;
   out.loss = loss;
   out.per_token_loss = per_token.detach();
-  out.ratio = ratio.detach();
+  out.ratio = capped.detach();
   if (kl.defined()) out.per_token_kl = at::where(active, kl, zero).detach();
 
   // Metrics in float64 from detached values.
@@ -142,6 +140,7 @@ LossOutput grpo_loss(const LossInputs& in, const LossOptions& opt) {
   at::Tensor md = m.to(at::kDouble);
   if (md.sum().item<double>() > 0.0) {
     if (kl.defined()) out.metrics["kl"] = ((kl.detach().to(at::kDouble) * md).sum() / md.sum()).item<double>();
+    // TRL counts clipping on the ratio after the delta cap (its coef_1).
     at::Tensor r = out.ratio;
     at::Tensor a = adv.detach();
     at::Tensor low = ((r < 1.0 - opt.epsilon_low) & (a < 0)).to(at::kDouble);    // [B, T] or [B, 1]

@@ -50,7 +50,8 @@ struct LossInputs {
 struct LossOutput {
   at::Tensor loss;            // scalar, differentiable w.r.t. logp; exactly 0 when every token is masked
   at::Tensor per_token_loss;  // [B, T] detached, 0 on masked tokens
-  at::Tensor ratio;           // [B, T] (token) or [B, 1] (sequence), detached, before clipping and delta
+  at::Tensor ratio;           // [B, T] (token) or [B, 1] (sequence), detached: TRL's coef_1, capped at delta,
+                              // not clipped; 1 on masked tokens
   at::Tensor per_token_kl;    // [B, T] detached, 0 on masked tokens; undefined when beta == 0
   // `kl` (beta != 0), `clip_ratio/low_mean`, `clip_ratio/low_min`,
   // `clip_ratio/high_mean`, `clip_ratio/high_max`, `clip_ratio/region_mean`.

@@ -19,6 +19,7 @@ class Architectures : public ::testing::TestWithParam<std::string> {
  protected:
   CausalLM make() {
     nlohmann::json json = preset_config(GetParam(), "tiny", 97);
+    if (GetParam() == "llama") json["tie_word_embeddings"] = false;  // an untied lm_head
     if (GetParam() == "llama")
       json["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
                               {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 64}};
@@ -38,6 +39,7 @@ TEST_P(Architectures, SaveLoadRoundTripAndShapesMatchConfig) {
   save_model(*lm, dir.string());
   CheckpointFiles files = CheckpointFiles::open(dir.string());
   EXPECT_NO_THROW(check_tensors(lm->config(), files));
+  EXPECT_EQ(files.find("lm_head.weight") != nullptr, !lm->config().tie_word_embeddings);
   CausalLM again = load_model(dir.string());
   at::Tensor ids = torch::randint(0, 97, {2, 9}, torch::kLong);
   EXPECT_TRUE(at::equal(lm->forward(ids), again->forward(ids)));

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 using namespace grpo::trainer;
@@ -56,8 +57,7 @@ TEST(Advantages, BatchScaleCentresPerGroupButDividesByTheBatchStd) {
 
   // Centring stays per group: {0, 10} and {100, 110} both give -5, +5 over the batch std.
   Advantages b = compute_advantages(matrix({0, 10, 100, 110}, 1), {1.0}, 2, ScaleRewards::Batch);
-  const double mean = 55, var = (55.0 * 55 + 45 * 45 + 45 * 45 + 55 * 55) / 3;
-  (void)mean;
+  const double var = (55.0 * 55 + 45 * 45 + 45 * 45 + 55 * 55) / 3;  // around the batch mean 55
   const double sb = std::sqrt(var) + 1e-4;
   expect_values(b.advantages, {-5 / sb, 5 / sb, -5 / sb, 5 / sb});
 }
@@ -127,6 +127,13 @@ TEST(Advantages, AllNanRewardsGiveZeroAdvantagesAndCountEveryRow) {
   }
 }
 
+TEST(Advantages, AnEmptyBatchGivesEmptyResults) {
+  Advantages a = compute_advantages(at::empty({0, 2}, at::kDouble), {1.0, 1.0}, 4, ScaleRewards::Batch);
+  EXPECT_EQ(a.advantages.numel(), 0);
+  EXPECT_EQ(a.group_std.numel(), 0);
+  EXPECT_EQ(a.all_nan_rows, 0);
+}
+
 TEST(Advantages, Float32RewardsAreAccepted) {
   Advantages a = compute_advantages(matrix({1, 3}, 1).to(at::kFloat), {1.0}, 2, ScaleRewards::None);
   EXPECT_EQ(a.advantages.scalar_type(), at::kDouble);
@@ -141,6 +148,7 @@ TEST(Advantages, RejectsShapesThatDoNotFit) {
   EXPECT_THROW(compute_advantages(matrix({1, 2}, 1), {1.0}, 0, ScaleRewards::Group), std::invalid_argument);
   try {
     compute_advantages(matrix({1, 2, 3}, 1), {1.0}, 2, ScaleRewards::Group);
+    ADD_FAILURE() << "no error for 3 completions in groups of 2";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("num_generations = 2"), std::string::npos) << e.what();
   }

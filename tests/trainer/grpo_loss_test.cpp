@@ -8,8 +8,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <limits>
+#include <stdexcept>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -162,8 +164,8 @@ TEST(GrpoLoss, EveryReferenceCaseMatchesTrl) {
     worst_metric = std::max(worst_metric, d_metric);
     if (ok) ++passed;
   }
-  std::printf("[ reference ] %d / %zu TRL cases pass; max |diff|: loss %.3g, grad %.3g, per-token loss %.3g, "
-              "metrics %.3g\n",
+  std::printf("[ reference ] %d / %zu TRL cases pass; max |diff|: loss %.3e, grad %.3e, per-token loss %.3e, "
+              "metrics %.3e\n",
               passed, cases.size(), worst_loss, worst_grad, worst_tok, worst_metric);
   EXPECT_EQ(passed, static_cast<int>(cases.size()));
 }
