@@ -1,0 +1,45 @@
+// Sampled completions as training tensors, and the policy's log-probs of them.
+#include <gtest/gtest.h>
+#include <torch/types.h>
+#include <torch/utils.h>
+
+#include "model/engine.h"
+#include "model/weights.h"
+#include "trainer/rollout_batch.h"
+
+using namespace grpo;
+
+TEST(RolloutBatch, LayoutMasksAndOverlongFilter) {
+  std::vector<trainer::RolloutSequence> seqs = {{{5, 6, 7}, {8, 9}, false}, {{1}, {2, 3, 4}, true}};
+  trainer::RolloutBatch b = trainer::make_rollout_batch(seqs, 0, /*overlong_filter=*/false);
+  EXPECT_EQ(b.prompt_length, 3);
+  EXPECT_TRUE(at::equal(b.input_ids, torch::tensor({{5, 6, 7, 8, 9, 0}, {0, 0, 1, 2, 3, 4}}, torch::kLong)));
+  EXPECT_TRUE(at::equal(b.attention_mask, torch::tensor({{1, 1, 1, 1, 1, 0}, {0, 0, 1, 1, 1, 1}}, torch::kLong)));
+  EXPECT_TRUE(at::equal(b.completion_mask, torch::tensor({{1.f, 1.f, 0.f}, {1.f, 1.f, 1.f}})));
+  trainer::RolloutBatch f = trainer::make_rollout_batch(seqs, 0, /*overlong_filter=*/true);
+  EXPECT_TRUE(at::equal(f.completion_mask, torch::tensor({{1.f, 1.f, 0.f}, {0.f, 0.f, 0.f}})));
+  EXPECT_TRUE(f.truncated[1].item<bool>());
+  EXPECT_THROW(trainer::make_rollout_batch({}, 0, false), std::invalid_argument);
+}
+
+TEST(RolloutBatch, OnPolicyLogprobsEqualTheSamplersAcrossPaddedRows) {
+  const std::string dir = GRPO_SHARED_DATA_DIR "/tiny-qwen2";
+  model::CausalLM lm = model::load_model(dir);
+  model::Engine engine(lm);
+  model::SamplingParams p;
+  p.max_new_tokens = 7;
+  p.temperature = 0.8;
+  std::vector<int32_t> short_prompt = {11, 12}, long_prompt = {93, 283, 208, 107, 40, 235};
+  auto done = engine.generate({{short_prompt, 2, 1, {}}, {long_prompt, 2, 2, {}}}, p);
+  std::vector<trainer::RolloutSequence> seqs;
+  for (const auto& c : done) seqs.push_back({c.request == 0 ? short_prompt : long_prompt, c.ids, false});
+  seqs[1].completion_ids.resize(4);  // rows of different lengths: right padding must not matter
+  trainer::RolloutBatch b = trainer::make_rollout_batch(seqs, 0, false);
+  torch::NoGradGuard no_grad;
+  at::Tensor lp = trainer::completion_logprobs(*lm, b, {0.8, 16, false}).logprobs;
+  for (size_t i = 0; i < seqs.size(); ++i)
+    for (size_t t = 0; t < seqs[i].completion_ids.size(); ++t)
+      EXPECT_NEAR(lp[static_cast<int64_t>(i)][static_cast<int64_t>(t)].item<float>(), done[i].logprobs[t], 1e-4)
+          << i << "," << t;
+  EXPECT_EQ(lp[1][5].item<float>(), 0.0f);  // padding
+}
