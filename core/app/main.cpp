@@ -17,6 +17,7 @@
 #include "model/safetensors.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
+#include "trainer/grpo_trainer.h"
 
 namespace {
 
@@ -50,10 +51,11 @@ int run_config_command(const std::vector<std::string>& args) {
 }
 
 int run_train_command(const std::vector<std::string>& args) {
-  grpo::config::parse(args);  // validate everything first: errors are worth seeing now
-  throw grpo::config::ConfigError(
-      "training is not built yet: this build of grpo-host validates configurations (grpo-host config) and scores "
-      "completions (grpo-host score); the trainer comes with the next release");
+  grpo::config::ParseResult parsed = grpo::config::parse(args);  // every flag validated before anything loads
+  grpo::trainer::check_trainer_support(parsed.config);
+  grpo::trainer::GrpoTrainer trainer(parsed.config);
+  trainer.train();
+  return 0;
 }
 
 // Errors about what the user gave (flags, files, plugins) exit with 2, as

@@ -54,15 +54,15 @@ TEST(ConfigCommand, BadCommandLineFlagSuggestsTheRightOne) {
   EXPECT_NE(r.output.find("--num_generations"), std::string::npos) << r.output;
 }
 
-TEST(TrainCommand, SaysTrainingIsNotBuiltYetAfterValidating) {
-  std::string dir = temp_dir("train_refused");
+TEST(TrainCommand, ValidatesEveryFlagBeforeLoadingAnything) {
+  std::string dir = temp_dir("train_validate");
   write_file(dir + "/x.yaml", "num_generations: 4\nper_device_train_batch_size: 4\n");
-  CommandResult r = run_host("--config " + dir + "/x.yaml");
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("not built yet"), std::string::npos) << r.output;
-  r = run_host("train --config " + dir + "/x.yaml --epsilon -1");
+  CommandResult r = run_host("train --config " + dir + "/x.yaml --epsilon -1");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("epsilon"), std::string::npos) << r.output;
+  r = run_host("--config " + dir + "/x.yaml --train_type full");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--model"), std::string::npos) << r.output;
 }
 
 TEST(HelpCommand, ListsCommandsAndFlagGroups) {

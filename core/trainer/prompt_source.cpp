@@ -1,0 +1,46 @@
+#include "trainer/prompt_source.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace grpo::trainer {
+
+PromptSource::PromptSource(const std::vector<std::string>& datasets, const tok::Tokenizer& tokenizer,
+                           tok::ChatFamily family, const std::string& system, bool shuffle, uint64_t seed)
+    : shuffle_(shuffle), rng_(seed) {
+  for (const std::string& spec : datasets) {
+    for (const data::Row& row : data::load_rows(spec)) {
+      nlohmann::json messages = data::prompt_messages(row, system);
+      Prompt p;
+      p.ids = tok::encode_chat_prompt(tokenizer, family, tok::messages_from_json(messages));
+      p.messages_json = messages.dump();
+      nlohmann::json columns = row.columns;
+      columns.erase("messages");
+      p.columns = plugins::RowColumns::from_json(columns);
+      prompts_.push_back(std::move(p));
+    }
+  }
+  if (prompts_.empty()) throw data::DataError("the training dataset has no rows");
+  order_.resize(prompts_.size());
+  std::iota(order_.begin(), order_.end(), 0);
+  if (shuffle_) std::shuffle(order_.begin(), order_.end(), rng_);
+}
+
+std::vector<const Prompt*> PromptSource::next(size_t n) {
+  std::vector<const Prompt*> out;
+  while (out.size() < n) {
+    if (cursor_ == order_.size()) {
+      cursor_ = 0;
+      ++epochs_done_;
+      if (shuffle_) std::shuffle(order_.begin(), order_.end(), rng_);
+    }
+    out.push_back(&prompts_[order_[cursor_++]]);
+  }
+  return out;
+}
+
+double PromptSource::epoch() const {
+  return static_cast<double>(epochs_done_) + static_cast<double>(cursor_) / static_cast<double>(order_.size());
+}
+
+}  // namespace grpo::trainer

@@ -1,0 +1,40 @@
+#include "trainer/run_log.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+namespace grpo::trainer {
+
+RunLog::RunLog(const std::string& output_dir) {
+  std::filesystem::create_directories(output_dir);
+  out_.open(std::filesystem::path(output_dir) / "logging.jsonl", std::ios::app);
+}
+
+void RunLog::add(const std::map<std::string, double>& metrics) {
+  for (const auto& [name, value] : metrics) {
+    if (std::isnan(value)) continue;  // no value this step (as TRL's nanmean skips NaN)
+    auto& [sum, count] = window_[name];
+    sum += value;
+    ++count;
+  }
+}
+
+void RunLog::flush(int64_t global_step, int64_t max_steps) {
+  if (window_.empty()) return;
+  nlohmann::json line = nlohmann::json::object();
+  for (const auto& [name, sc] : window_) line[name] = sc.first / static_cast<double>(sc.second);
+  line["global_step"] = global_step;
+  out_ << line.dump() << '\n';
+  out_.flush();
+  auto get = [&](const char* k) { return line.contains(k) ? line[k].get<double>() : std::nan(""); };
+  std::printf("step %lld/%lld  reward %.4f  loss %.4f  kl %.4f  grad_norm %.3f  lr %.2e  %.1f s/step\n",
+              static_cast<long long>(global_step), static_cast<long long>(max_steps), get("reward"), get("loss"),
+              get("kl"), get("grad_norm"), get("learning_rate"), get("step_time"));
+  std::fflush(stdout);
+  window_.clear();
+}
+
+}  // namespace grpo::trainer

@@ -1,0 +1,89 @@
+// `grpo-host train` end to end on a tiny model: sampling through the native
+// sampler plugin, rewards from plugins, updates, logging.jsonl, checkpoints.
+#include <filesystem>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_util.h"
+
+using namespace grpo::testing;
+
+namespace {
+
+std::string setup_run(const std::string& name) {
+  std::string dir = temp_dir(name);
+  CommandResult r = run_host("init-model --arch qwen2 --preset tiny --out " + dir + "/model --seed 3");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  std::string rows;
+  for (int i = 1; i <= 8; ++i)
+    rows += "{\"problem\": \"" + std::to_string(i) + "+1=?\", \"solution\": \"" + std::to_string(i + 1) + "\"}\n";
+  write_file(dir + "/rows.jsonl", rows);
+  write_file(dir + "/run.yaml",
+             "model: " + dir + "/model\n"
+             "dataset: [" + dir + "/rows.jsonl]\n"
+             "train_type: full\n"
+             "reward_funcs: [repetition, format]\n"
+             "reward_weights: [1.0, 0.5]\n"
+             "repetition_n_grams: 1\n"
+             "plugin_args: {repetition: {unit: token}}\n"
+             "num_generations: 4\n"
+             "per_device_train_batch_size: 2\n"
+             "gradient_accumulation_steps: 2\n"
+             "max_completion_length: 12\n"
+             "max_steps: 4\n"
+             "logging_steps: 1\n"
+             "save_steps: 2\n"
+             "save_total_limit: 1\n"
+             "learning_rate: 1.0e-3\n"
+             "output_dir: " + dir + "/out\n");
+  return dir;
+}
+
+std::vector<nlohmann::json> lines_of(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  std::string text = read_file(path);
+  for (size_t start = 0; start < text.size();) {
+    size_t end = text.find('\n', start);
+    out.push_back(nlohmann::json::parse(text.substr(start, end - start)));
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(TrainCommand, TrainsLogsAndWritesLoadableCheckpoints) {
+  std::string dir = setup_run("train_run");
+  CommandResult r = run_host("train --config " + dir + "/run.yaml");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto lines = lines_of(dir + "/out/logging.jsonl");
+  ASSERT_EQ(lines.size(), 4u);
+  for (const char* key : {"loss", "grad_norm", "learning_rate", "epoch", "global_step", "reward", "reward_std",
+                          "rewards/repetition/mean", "rewards/format/std", "frac_reward_zero_std", "kl", "entropy",
+                          "clip_ratio/low_mean", "clip_ratio/high_max", "clip_ratio/region_mean",
+                          "completions/mean_length", "completions/clipped_ratio", "num_tokens", "step_time",
+                          "time/generate", "time/reward", "time/logprob", "time/backward", "time/optimizer",
+                          "memory/rss_gb"})
+    EXPECT_TRUE(lines[3].contains(key)) << key;
+  EXPECT_EQ(lines[3]["global_step"], 4);
+  double grad_norm = 0;
+  for (const auto& l : lines) grad_norm += l["grad_norm"].get<double>();
+  EXPECT_GT(grad_norm, 0.0) << "rewards with variance must move the policy";
+  // save_total_limit 1: only the last checkpoint stays, complete and loadable.
+  EXPECT_FALSE(std::filesystem::exists(dir + "/out/checkpoint-2"));
+  for (const char* f : {"config.json", "model.safetensors", "tokenizer.json", "trainer_state.json"})
+    EXPECT_TRUE(std::filesystem::exists(dir + "/out/checkpoint-4/" + f)) << f;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/out/args.yaml"));
+  EXPECT_NE(read_file(dir + "/out/checkpoint-4/model.safetensors"), read_file(dir + "/model/model.safetensors"));
+  r = run_host("generate --model " + dir + "/out/checkpoint-4 --prompt '2+1=?' --max_completion_length 4");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+TEST(TrainCommand, WhatIsNotBuiltYetIsRefusedWithWhatToDo) {
+  std::string dir = setup_run("train_refused");
+  CommandResult r = run_host("train --config " + dir + "/run.yaml --train_type lora --dynamic_sample true");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--train_type lora is not built yet"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--dynamic_sample"), std::string::npos) << r.output;
+}
