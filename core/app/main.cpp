@@ -52,7 +52,6 @@ int run_config_command(const std::vector<std::string>& args) {
 
 int run_train_command(const std::vector<std::string>& args) {
   grpo::config::ParseResult parsed = grpo::config::parse(args);  // every flag validated before anything loads
-  grpo::trainer::check_trainer_support(parsed.config);
   grpo::trainer::GrpoTrainer trainer(parsed.config);
   trainer.train();
   return 0;

@@ -75,6 +75,14 @@ void check_trainer_support(const config::Config& cfg) {
   refuse(cfg.get_string("model").empty(), "training needs --model DIR (a Hugging Face model directory)");
   refuse(cfg.get_strings("dataset").empty(), "training needs --dataset rows.jsonl");
   refuse(cfg.get_strings("reward_funcs").empty(), "training needs --reward_funcs (e.g. accuracy format)");
+  // Defaults that ms-swift turns on: said out loud rather than refused.
+  for (const auto& r : cfg.get_strings("report_to"))
+    if (r == "tensorboard")
+      spdlog::warn("report_to tensorboard: TensorBoard event files are not written yet; metrics go to logging.jsonl");
+  if (cfg.get_bool("gradient_checkpointing"))
+    spdlog::warn("gradient_checkpointing: not built yet, activations are kept (use --gradient_checkpointing false "
+                 "to silence this)");
+  refuse(cfg.get_bool("log_completions"), "--log_completions (completions.jsonl) is not built yet: drop it");
   if (!problems.empty()) {
     std::string msg = "this configuration asks for what the trainer does not do yet:";
     for (const auto& p : problems) msg += "\n  - " + p;
@@ -83,12 +91,11 @@ void check_trainer_support(const config::Config& cfg) {
 }
 
 GrpoTrainer::GrpoTrainer(const config::Config& cfg)
-    : cfg_(cfg),
+    : cfg_((check_trainer_support(cfg), cfg)),  // refuse what is not built before loading anything
       model_dir_(cfg.get_string("model")),
       output_dir_(cfg.get_string("output_dir")),
       tokenizer_(tok::Tokenizer::from_dir(cfg.get_string("model"))),
       registry_(plugins::PluginRegistry::discover({cfg.get_strings("plugins"), true, true, ""})) {
-  check_trainer_support(cfg);
   torch::manual_seed(static_cast<uint64_t>(cfg.get_int("seed")));
   model::configure_cpu_threads(static_cast<int>(cfg.get_int("num_threads")));
   fs::create_directories(output_dir_);
