@@ -82,7 +82,6 @@ void check_trainer_support(const config::Config& cfg) {
   if (cfg.get_bool("gradient_checkpointing"))
     spdlog::warn("gradient_checkpointing: not built yet, activations are kept (use --gradient_checkpointing false "
                  "to silence this)");
-  refuse(cfg.get_bool("log_completions"), "--log_completions (completions.jsonl) is not built yet: drop it");
   if (!problems.empty()) {
     std::string msg = "this configuration asks for what the trainer does not do yet:";
     for (const auto& p : problems) msg += "\n  - " + p;
@@ -167,6 +166,7 @@ GrpoTrainer::GrpoTrainer(const config::Config& cfg)
                                            max_steps_, cfg.is_null("warmup_steps") ? -1 : cfg.get_int("warmup_steps"),
                                            cfg.get_double("warmup_ratio"));
   log_ = std::make_unique<RunLog>(output_dir_);
+  if (cfg.get_bool("log_completions")) completion_log_ = std::make_unique<CompletionLog>(output_dir_);
   spdlog::info("training {} for {} steps: {} prompts x {} completions per step, {} rows", model_dir_, max_steps_,
                prompts_per_step_, G_, prompts_->size());
 }
@@ -261,6 +261,7 @@ Advantages GrpoTrainer::score(const Rollout& rollout, Metrics& m) {
   if (adv.all_nan_rows > 0)
     spdlog::warn("{} of {} completions got no reward from any function (all NaN): their advantage is 0",
                  adv.all_nan_rows, N);
+  if (completion_log_) completion_log_->write(global_step_ + 1, rollout.reward_inputs, R, adv.advantages);
   m["reward"] = rewards::nanmean(R.total);
   m["reward_std"] = rewards::nanstd(R.total);
   m["frac_reward_zero_std"] = adv.frac_zero_std;

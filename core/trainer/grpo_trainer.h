@@ -17,6 +17,7 @@
 #include "rewards/reward_set.h"
 #include "tokenizer/tokenizer.h"
 #include "trainer/advantages.h"
+#include "trainer/completion_log.h"
 #include "trainer/grpo_loss.h"
 #include "trainer/lr_schedule.h"
 #include "trainer/prompt_source.h"
@@ -46,7 +47,7 @@ class GrpoTrainer {
  private:
   Metrics step();  // one optimizer step: sample, score, advantages, loss, update
   Rollout generate(const std::vector<const Prompt*>& prompts, Metrics& m);
-  Advantages score(const Rollout& rollout, Metrics& m);
+  Advantages score(const Rollout& rollout, Metrics& m);  // also writes completions.jsonl when asked
   void optimize(const Rollout& rollout, const Advantages& adv, Metrics& m);
   void save_checkpoint();
 
@@ -63,6 +64,7 @@ class GrpoTrainer {
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   std::unique_ptr<LrSchedule> schedule_;
   std::unique_ptr<RunLog> log_;
+  std::unique_ptr<CompletionLog> completion_log_;  // null unless log_completions
   LossOptions loss_options_;
   plugins::SampleOptions sample_options_;
   int64_t G_ = 0, prompts_per_step_ = 0, micro_batch_ = 0, max_steps_ = 0, global_step_ = 0;

@@ -36,6 +36,7 @@ std::string setup_run(const std::string& name) {
              "save_steps: 2\n"
              "save_total_limit: 1\n"
              "learning_rate: 1.0e-3\n"
+             "log_completions: true\n"
              "output_dir: " + dir + "/out\n");
   return dir;
 }
@@ -76,6 +77,13 @@ TEST(TrainCommand, TrainsLogsAndWritesLoadableCheckpoints) {
     EXPECT_TRUE(std::filesystem::exists(dir + "/out/checkpoint-4/" + f)) << f;
   EXPECT_TRUE(std::filesystem::exists(dir + "/out/args.yaml"));
   EXPECT_NE(read_file(dir + "/out/checkpoint-4/model.safetensors"), read_file(dir + "/model/model.safetensors"));
+  auto completions = lines_of(dir + "/out/completions.jsonl");
+  ASSERT_EQ(completions.size(), 16u);  // 4 steps x 1 prompt x G=4
+  for (const char* key : {"step", "prompt", "completion", "completion_tokens", "finish_reason", "rewards", "reward",
+                          "advantage"})
+    EXPECT_TRUE(completions[0].contains(key)) << key;
+  EXPECT_EQ(completions[15]["step"], 4);
+  EXPECT_TRUE(completions[0]["rewards"].contains("repetition"));
   r = run_host("generate --model " + dir + "/out/checkpoint-4 --prompt '2+1=?' --max_completion_length 4");
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }

@@ -1,0 +1,42 @@
+#include "trainer/completion_log.h"
+
+#include <cmath>
+#include <filesystem>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+namespace grpo::trainer {
+
+CompletionLog::CompletionLog(const std::string& output_dir) {
+  std::filesystem::create_directories(output_dir);
+  const auto path = std::filesystem::path(output_dir) / "completions.jsonl";
+  out_.open(path, std::ios::app);
+  if (!out_) throw std::runtime_error("cannot write " + path.string());
+}
+
+void CompletionLog::write(int64_t step, const std::vector<plugins::RewardInput>& completions,
+                          const rewards::RewardMatrix& rewards, const at::Tensor& advantages) {
+  at::Tensor adv = advantages.to(at::kDouble).contiguous();
+  for (size_t i = 0; i < completions.size(); ++i) {
+    const plugins::RewardInput& c = completions[i];
+    nlohmann::json line;
+    line["step"] = step;
+    line["prompt"] = nlohmann::json::parse(c.prompt_messages_json, nullptr, false);
+    line["completion"] = c.completion;
+    line["completion_tokens"] = c.completion_ids.size();
+    line["finish_reason"] = c.is_truncated ? "length" : "stop";
+    nlohmann::json by_name = nlohmann::json::object();
+    for (size_t f = 0; f < rewards.names.size(); ++f) {
+      const double r = rewards.by_fn[f][i];
+      by_name[rewards.names[f]] = std::isnan(r) ? nlohmann::json() : nlohmann::json(r);
+    }
+    line["rewards"] = by_name;
+    line["reward"] = std::isnan(rewards.total[i]) ? nlohmann::json() : nlohmann::json(rewards.total[i]);
+    line["advantage"] = adv[static_cast<int64_t>(i)].item<double>();
+    out_ << line.dump() << '\n';
+  }
+  out_.flush();
+}
+
+}  // namespace grpo::trainer
