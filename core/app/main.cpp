@@ -18,6 +18,7 @@
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "trainer/grpo_trainer.h"
+#include "trainer/sft_trainer.h"
 
 namespace {
 
@@ -25,6 +26,7 @@ constexpr const char* kUsage = R"(usage: grpo-host [COMMAND] [--config x.yaml] [
 
 commands:
   train      GRPO / DAPO training (the default when no command is given)
+  sft        supervised fine-tuning on each row's answer (the last assistant turn, or `response`)
   score      score logged completions with reward plugins:
              --dataset rows.jsonl --completions c.jsonl --reward_funcs accuracy format [--output out.jsonl]
   plugins    list the plugins found; --describe NAME prints a plugin's options
@@ -96,6 +98,10 @@ int main(int argc, char** argv) {
     if (command == "init-model") return grpo::app::run_init_model_command(args);
     if (command == "generate") return grpo::app::run_generate_command(args);
     if (command == "train") return run_train_command(args);
+    if (command == "sft") {
+      grpo::trainer::run_sft(grpo::config::parse(args, grpo::config::ParseOptions{{}, 0, false}).config);
+      return 0;
+    }
     std::fprintf(stderr, "grpo-host: unknown command '%s'\n\n%s", command.c_str(), kUsage);
     return 2;
   } catch (const std::exception& e) {

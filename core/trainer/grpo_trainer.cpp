@@ -2,10 +2,10 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 
 #include <fmt/format.h>
 #include <grpo/sampler.h>
@@ -17,6 +17,7 @@
 #include "model/threads.h"
 #include "model/weights.h"
 #include "plugins/plugin_options.h"
+#include "trainer/checkpoint.h"
 
 namespace grpo::trainer {
 
@@ -76,9 +77,6 @@ void check_trainer_support(const config::Config& cfg) {
   refuse(cfg.get_strings("dataset").empty(), "training needs --dataset rows.jsonl");
   refuse(cfg.get_strings("reward_funcs").empty(), "training needs --reward_funcs (e.g. accuracy format)");
   // Defaults that ms-swift turns on: said out loud rather than refused.
-  for (const auto& r : cfg.get_strings("report_to"))
-    if (r == "tensorboard")
-      spdlog::warn("report_to tensorboard: TensorBoard event files are not written yet; metrics go to logging.jsonl");
   if (cfg.get_bool("gradient_checkpointing"))
     spdlog::warn("gradient_checkpointing: not built yet, activations are kept (use --gradient_checkpointing false "
                  "to silence this)");
@@ -157,15 +155,13 @@ GrpoTrainer::GrpoTrainer(const config::Config& cfg)
   loss_options_.gradient_accumulation_steps = cfg.get_int("gradient_accumulation_steps");
   loss_options_.max_completion_length = cfg.get_int("max_completion_length");
 
-  torch::optim::AdamWOptions adam(cfg.get_double("learning_rate"));
-  adam.betas({cfg.get_double("adam_beta1"), cfg.get_double("adam_beta2")})
-      .eps(cfg.get_double("adam_epsilon"))
-      .weight_decay(cfg.get_double("weight_decay"));
-  optimizer_ = std::make_unique<torch::optim::AdamW>(policy_->parameters(), adam);
+  optimizer_ = make_adamw(cfg, *policy_);
   schedule_ = std::make_unique<LrSchedule>(cfg.get_string("lr_scheduler_type"), cfg.get_double("learning_rate"),
                                            max_steps_, cfg.is_null("warmup_steps") ? -1 : cfg.get_int("warmup_steps"),
                                            cfg.get_double("warmup_ratio"));
-  log_ = std::make_unique<RunLog>(output_dir_);
+  const auto report_to = cfg.get_strings("report_to");
+  log_ = std::make_unique<RunLog>(output_dir_,
+                                  std::find(report_to.begin(), report_to.end(), "tensorboard") != report_to.end());
   if (cfg.get_bool("log_completions")) completion_log_ = std::make_unique<CompletionLog>(output_dir_);
   spdlog::info("training {} for {} steps: {} prompts x {} completions per step, {} rows", model_dir_, max_steps_,
                prompts_per_step_, G_, prompts_->size());
@@ -310,7 +306,7 @@ void GrpoTrainer::optimize(const Rollout& rollout, const Advantages& adv, Metric
   double grad_norm = torch::nn::utils::clip_grad_norm_(policy_->parameters(), cfg_.get_double("max_grad_norm"));
   const double lr = schedule_->lr(global_step_);
   if (active > 0) {  // nothing carried loss (every row filtered): no update at all, not even weight decay
-    for (auto& group : optimizer_->param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+    set_learning_rate(*optimizer_, lr);
     optimizer_->step();
   }
   optimizer_->zero_grad();
@@ -324,25 +320,8 @@ void GrpoTrainer::optimize(const Rollout& rollout, const Advantages& adv, Metric
 }
 
 void GrpoTrainer::save_checkpoint() {
-  const fs::path final_dir = fs::path(output_dir_) / fmt::format("checkpoint-{}", global_step_);
-  const fs::path tmp = fs::path(output_dir_) / fmt::format(".checkpoint-{}.tmp", global_step_);
-  fs::remove_all(tmp);
-  model::save_model(*policy_, tmp.string(), model_dir_);
-  nlohmann::json state = {{"global_step", global_step_}, {"max_steps", max_steps_}, {"epoch", prompts_->epoch()}};
-  std::ofstream(tmp / "trainer_state.json") << state.dump(2) << "\n";
-  fs::remove_all(final_dir);
-  fs::rename(tmp, final_dir);  // a crash never leaves half a checkpoint under the final name
-  if (!cfg_.is_null("save_total_limit")) {
-    std::vector<std::pair<int64_t, fs::path>> existing;
-    for (const auto& e : fs::directory_iterator(output_dir_)) {
-      const std::string name = e.path().filename().string();
-      if (e.is_directory() && name.rfind("checkpoint-", 0) == 0) existing.push_back({std::stoll(name.substr(11)), e.path()});
-    }
-    std::sort(existing.begin(), existing.end());
-    const auto keep = static_cast<size_t>(std::max<int64_t>(1, cfg_.get_int("save_total_limit")));
-    for (size_t i = 0; i + keep < existing.size(); ++i) fs::remove_all(existing[i].second);
-  }
-  spdlog::info("saved {}", final_dir.string());
+  trainer::save_checkpoint(*policy_, cfg_, global_step_, model_dir_,
+                           {{"global_step", global_step_}, {"max_steps", max_steps_}, {"epoch", prompts_->epoch()}});
 }
 
 }  // namespace grpo::trainer

@@ -8,9 +8,10 @@
 
 namespace grpo::trainer {
 
-RunLog::RunLog(const std::string& output_dir) {
+RunLog::RunLog(const std::string& output_dir, bool tensorboard) {
   std::filesystem::create_directories(output_dir);
   out_.open(std::filesystem::path(output_dir) / "logging.jsonl", std::ios::app);
+  if (tensorboard) tensorboard_ = std::make_unique<TensorBoardWriter>((std::filesystem::path(output_dir) / "runs").string());
 }
 
 void RunLog::add(const std::map<std::string, double>& metrics) {
@@ -25,8 +26,11 @@ void RunLog::add(const std::map<std::string, double>& metrics) {
 void RunLog::flush(int64_t global_step, int64_t max_steps) {
   if (window_.empty()) return;
   nlohmann::json line = nlohmann::json::object();
-  for (const auto& [name, sc] : window_) line[name] = sc.first / static_cast<double>(sc.second);
+  std::map<std::string, double> means;
+  for (const auto& [name, sc] : window_) means[name] = sc.first / static_cast<double>(sc.second);
+  for (const auto& [name, mean] : means) line[name] = mean;
   line["global_step"] = global_step;
+  if (tensorboard_) tensorboard_->add_scalars(global_step, means);
   out_ << line.dump() << '\n';
   out_.flush();
   auto get = [&](const char* k) { return line.contains(k) ? line[k].get<double>() : std::nan(""); };

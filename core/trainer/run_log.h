@@ -1,16 +1,20 @@
 // Training metrics: averaged over each logging window, appended to
-// output_dir/logging.jsonl and printed as one line.
+// output_dir/logging.jsonl (and to TensorBoard event files under
+// output_dir/runs when asked), and printed as one line.
 #pragma once
 
 #include <fstream>
 #include <map>
+#include <memory>
 #include <string>
+
+#include "trainer/tensorboard_writer.h"
 
 namespace grpo::trainer {
 
 class RunLog {
  public:
-  explicit RunLog(const std::string& output_dir);
+  explicit RunLog(const std::string& output_dir, bool tensorboard = false);
 
   // Adds one step's metrics to the window.
   void add(const std::map<std::string, double>& metrics);
@@ -21,6 +25,7 @@ class RunLog {
 
  private:
   std::ofstream out_;
+  std::unique_ptr<TensorBoardWriter> tensorboard_;
   std::map<std::string, std::pair<double, long>> window_;
 };
 

@@ -76,6 +76,10 @@ TEST(TrainCommand, TrainsLogsAndWritesLoadableCheckpoints) {
   for (const char* f : {"config.json", "model.safetensors", "tokenizer.json", "trainer_state.json"})
     EXPECT_TRUE(std::filesystem::exists(dir + "/out/checkpoint-4/" + f)) << f;
   EXPECT_TRUE(std::filesystem::exists(dir + "/out/args.yaml"));
+  bool event_file = false;  // report_to defaults to tensorboard, as in ms-swift
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/out/runs"))
+    event_file |= e.path().filename().string().rfind("events.out.tfevents.", 0) == 0;
+  EXPECT_TRUE(event_file);
   EXPECT_NE(read_file(dir + "/out/checkpoint-4/model.safetensors"), read_file(dir + "/model/model.safetensors"));
   auto completions = lines_of(dir + "/out/completions.jsonl");
   ASSERT_EQ(completions.size(), 16u);  // 4 steps x 1 prompt x G=4
@@ -94,4 +98,28 @@ TEST(TrainCommand, WhatIsNotBuiltYetIsRefusedWithWhatToDo) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--train_type lora is not built yet"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("--dynamic_sample"), std::string::npos) << r.output;
+}
+
+TEST(SftCommand, LearnsTheAnswersAndSavesACheckpoint) {
+  std::string dir = temp_dir("sft_run");
+  ASSERT_EQ(run_host("init-model --arch qwen2 --preset tiny --out " + dir + "/model").exit_code, 0);
+  std::string rows;
+  for (int i = 1; i <= 4; ++i)
+    rows += "{\"messages\": [{\"role\": \"user\", \"content\": \"" + std::to_string(i) +
+            "+1\"}, {\"role\": \"assistant\", \"content\": \"" + std::to_string(i + 1) + "\"}]}\n";
+  rows += "{\"query\": \"9+1\", \"response\": \"10\"}\n";
+  write_file(dir + "/sft.jsonl", rows);
+  CommandResult r = run_host("sft --model " + dir + "/model --dataset " + dir + "/sft.jsonl --train_type full " +
+                             "--per_device_train_batch_size 5 --max_steps 30 --learning_rate 3e-3 --warmup_ratio 0 " +
+                             "--lr_scheduler_type constant --logging_steps 1 --output_dir " + dir + "/out");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto lines = lines_of(dir + "/out/logging.jsonl");
+  ASSERT_EQ(lines.size(), 30u);
+  EXPECT_LT(lines.back()["loss"].get<double>(), 0.5 * lines.front()["loss"].get<double>())
+      << "the loss must fall on five memorisable examples";
+  EXPECT_TRUE(std::filesystem::exists(dir + "/out/checkpoint-30/model.safetensors"));
+  write_file(dir + "/bad.jsonl", "{\"problem\": \"no answer here\"}\n");
+  r = run_host("sft --model " + dir + "/model --dataset " + dir + "/bad.jsonl --train_type full");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("bad.jsonl:1"), std::string::npos) << r.output;
 }

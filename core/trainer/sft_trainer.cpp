@@ -1,0 +1,132 @@
+#include "trainer/sft_trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <numeric>
+#include <random>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <torch/types.h>  // before clip_grad.h, which uses torch::Tensor without including it
+#include <torch/nn/utils/clip_grad.h>
+
+#include "data/dataset.h"
+#include "model/threads.h"
+#include "model/weights.h"
+#include "tokenizer/chat_prompt.h"
+#include "trainer/checkpoint.h"
+#include "trainer/lr_schedule.h"
+#include "trainer/rollout_batch.h"
+#include "trainer/run_log.h"
+
+namespace grpo::trainer {
+
+namespace {
+
+// Prompt ids (chat format, generation prompt) and the answer's ids + end of turn.
+RolloutSequence example_of(const data::Row& row, const tok::Tokenizer& tokenizer, tok::ChatFamily family,
+                           const std::string& system) {
+  nlohmann::json messages;
+  std::string answer;
+  const auto& c = row.columns;
+  if (c.contains("messages") && c["messages"].is_array() && !c["messages"].empty() &&
+      c["messages"].back().value("role", "") == "assistant") {
+    answer = c["messages"].back().value("content", "");
+    messages = data::prompt_messages(row, system);  // drops the last assistant turn
+  } else if (c.contains("response") && c["response"].is_string()) {
+    answer = c["response"].get<std::string>();
+    messages = data::prompt_messages(row, system);
+  } else {
+    throw data::DataError(fmt::format("{}: sft needs an answer to learn: a final assistant turn in 'messages' or a "
+                                      "'response' column",
+                                      row.source));
+  }
+  RolloutSequence s;
+  s.prompt_ids = tok::encode_chat_prompt(tokenizer, family, tok::messages_from_json(messages));
+  s.completion_ids = tokenizer.encode(answer, false);
+  if (auto eos = tokenizer.eos_id()) s.completion_ids.push_back(*eos);  // learn to stop
+  return s;
+}
+
+}  // namespace
+
+void run_sft(const config::Config& cfg) {
+  if (cfg.get_string("model").empty()) throw config::ConfigError("sft needs --model DIR");
+  if (cfg.get_strings("dataset").empty()) throw config::ConfigError("sft needs --dataset rows.jsonl");
+  if (cfg.get_string("train_type") != "full")
+    throw config::ConfigError("--train_type lora is not built yet: train with --train_type full");
+  model::configure_cpu_threads(static_cast<int>(cfg.get_int("num_threads")));
+  torch::manual_seed(static_cast<uint64_t>(cfg.get_int("seed")));
+  const std::string model_dir = cfg.get_string("model"), output_dir = cfg.get_string("output_dir");
+  std::filesystem::create_directories(output_dir);
+  cfg.write_args_yaml((std::filesystem::path(output_dir) / "args.yaml").string());
+
+  tok::Tokenizer tokenizer = tok::Tokenizer::from_dir(model_dir);
+  const tok::ChatFamily family = tok::chat_family_for(tokenizer, cfg.get_string("template"));
+  const std::string system = data::load_system_prompt(cfg.get_string("system"));
+  std::vector<RolloutSequence> examples;
+  for (const std::string& spec : cfg.get_strings("dataset"))
+    for (const data::Row& row : data::load_rows(spec)) examples.push_back(example_of(row, tokenizer, family, system));
+  if (examples.empty()) throw data::DataError("the sft dataset has no rows");
+
+  model::CausalLM policy = model::load_model(model_dir);
+  policy->train();
+  auto optimizer = make_adamw(cfg, *policy);
+  const int64_t micro = cfg.get_int("per_device_train_batch_size"), ga = cfg.get_int("gradient_accumulation_steps");
+  const int64_t per_step = micro * ga;
+  const int64_t steps_per_epoch = (static_cast<int64_t>(examples.size()) + per_step - 1) / per_step;
+  const int64_t max_steps = cfg.is_null("max_steps")
+                                ? static_cast<int64_t>(std::ceil(cfg.get_double("num_train_epochs") *
+                                                                 static_cast<double>(steps_per_epoch)))
+                                : cfg.get_int("max_steps");
+  LrSchedule schedule(cfg.get_string("lr_scheduler_type"), cfg.get_double("learning_rate"), max_steps,
+                      cfg.is_null("warmup_steps") ? -1 : cfg.get_int("warmup_steps"), cfg.get_double("warmup_ratio"));
+  const auto report_to = cfg.get_strings("report_to");
+  RunLog log(output_dir, std::find(report_to.begin(), report_to.end(), "tensorboard") != report_to.end());
+  const int64_t logging_steps = std::max<int64_t>(1, cfg.get_int("logging_steps"));
+  spdlog::info("sft on {} examples for {} steps ({} per step)", examples.size(), max_steps, per_step);
+
+  std::vector<size_t> order(examples.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 rng(static_cast<uint64_t>(cfg.get_int("seed")));
+  size_t cursor = order.size();  // forces a shuffle before the first step
+  double epochs = -1;
+  for (int64_t step = 0; step < max_steps; ++step) {
+    const auto start = std::chrono::steady_clock::now();
+    double loss_sum = 0, tokens = 0;
+    for (int64_t m = 0; m < ga; ++m) {
+      std::vector<RolloutSequence> part;
+      while (static_cast<int64_t>(part.size()) < micro) {
+        if (cursor == order.size()) {
+          if (cfg.get_bool("dataset_shuffle")) std::shuffle(order.begin(), order.end(), rng);
+          cursor = 0;
+          epochs += 1;
+        }
+        part.push_back(examples[order[cursor++]]);
+      }
+      RolloutBatch batch = make_rollout_batch(part, 0, false);
+      at::Tensor logp = completion_logprobs(*policy, batch, {1.0, 256, false}).logprobs;  // [B, T]
+      const at::Tensor& mask = batch.completion_mask;
+      at::Tensor loss = -(logp * mask).sum() / mask.sum().clamp_min(1.0) / static_cast<double>(ga);
+      loss.backward();
+      loss_sum += loss.item<double>();
+      tokens += mask.sum().item<double>();
+    }
+    const double grad_norm = torch::nn::utils::clip_grad_norm_(policy->parameters(), cfg.get_double("max_grad_norm"));
+    set_learning_rate(*optimizer, schedule.lr(step));
+    optimizer->step();
+    optimizer->zero_grad();
+    log.add({{"loss", loss_sum},
+             {"grad_norm", grad_norm},
+             {"learning_rate", schedule.lr(step)},
+             {"epoch", epochs + static_cast<double>(cursor) / static_cast<double>(order.size())},
+             {"num_tokens", tokens},
+             {"step_time", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()}});
+    if ((step + 1) % logging_steps == 0 || step + 1 == max_steps) log.flush(step + 1, max_steps);
+  }
+  save_checkpoint(*policy, cfg, max_steps, model_dir, {{"global_step", max_steps}, {"max_steps", max_steps}});
+}
+
+}  // namespace grpo::trainer

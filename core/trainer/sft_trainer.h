@@ -1,0 +1,15 @@
+// grpo-host sft: supervised cross-entropy on the assistant answer of each row
+// — the warm start a small model needs before RL. Shares the model, the
+// optimizer and the checkpoints with the GRPO trainer.
+#pragma once
+
+#include "config/config.h"
+
+namespace grpo::trainer {
+
+// Trains on the last assistant turn of `messages` (or on `response` after
+// `query`/`problem`/`prompt`). Throws config::ConfigError / data::DataError
+// naming the flag or row on bad input.
+void run_sft(const config::Config& cfg);
+
+}  // namespace grpo::trainer
