@@ -51,3 +51,19 @@ TEST(InitModelCommand, BadArgumentsSayWhatIsValid) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("/nonexistent"), std::string::npos) << r.output;
 }
+
+TEST(EvaluateCommand, GeneratesOncePerRowAndScores) {
+  std::string dir = temp_dir("evaluate");
+  ASSERT_EQ(run_host("init-model --arch qwen2 --preset tiny --out " + dir + "/m").exit_code, 0);
+  write_file(dir + "/rows.jsonl", "{\"problem\": \"1+1?\", \"solution\": \"2\"}\n{\"problem\": \"2+2?\", \"solution\": \"4\"}\n");
+  const std::string cmd = "evaluate --model " + dir + "/m --dataset " + dir +
+                          "/rows.jsonl --reward_funcs accuracy format --max_completion_length 6";
+  CommandResult a = run_host(cmd), b = run_host(cmd);
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  EXPECT_NE(a.output.find("on 2 rows (greedy)"), std::string::npos) << a.output;
+  EXPECT_NE(a.output.find("mean length (tokens) 6.0"), std::string::npos) << a.output;
+  EXPECT_EQ(a.output, b.output);  // greedy: the same numbers every time
+  CommandResult r = run_host("evaluate --model " + dir + "/m --reward_funcs format");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--dataset"), std::string::npos) << r.output;
+}
