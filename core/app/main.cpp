@@ -6,6 +6,7 @@
 #include <grpo/version.h>
 #include <spdlog/spdlog.h>
 
+#include "app/evaluate_command.h"
 #include "app/model_commands.h"
 #include "app/plugins_command.h"
 #include "config/config.h"
@@ -27,6 +28,8 @@ constexpr const char* kUsage = R"(usage: grpo-host [COMMAND] [--config x.yaml] [
 commands:
   train      GRPO / DAPO training (the default when no command is given)
   sft        supervised fine-tuning on each row's answer (the last assistant turn, or `response`)
+  evaluate   generate once per row (greedy; --sample to sample) and score: --model DIR --dataset rows.jsonl
+             --reward_funcs accuracy format
   score      score logged completions with reward plugins:
              --dataset rows.jsonl --completions c.jsonl --reward_funcs accuracy format [--output out.jsonl]
   plugins    list the plugins found; --describe NAME prints a plugin's options
@@ -97,6 +100,7 @@ int main(int argc, char** argv) {
     if (command == "config") return run_config_command(args);
     if (command == "init-model") return grpo::app::run_init_model_command(args);
     if (command == "generate") return grpo::app::run_generate_command(args);
+    if (command == "evaluate") return grpo::app::run_evaluate_command(args);
     if (command == "train") return run_train_command(args);
     if (command == "sft") {
       grpo::trainer::run_sft(grpo::config::parse(args, grpo::config::ParseOptions{{}, 0, false}).config);
