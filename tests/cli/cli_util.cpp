@@ -40,4 +40,12 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+std::vector<nlohmann::json> read_jsonl(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  std::istringstream in(read_file(path));
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
 }  // namespace grpo::testing

@@ -2,6 +2,9 @@
 #pragma once
 
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace grpo::testing {
 
@@ -17,5 +20,7 @@ CommandResult run_host(const std::string& args, const std::string& env = "");
 std::string temp_dir(const std::string& name);
 void write_file(const std::string& path, const std::string& text);
 std::string read_file(const std::string& path);
+// One JSON value per non-empty line.
+std::vector<nlohmann::json> read_jsonl(const std::string& path);
 
 }  // namespace grpo::testing

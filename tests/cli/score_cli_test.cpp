@@ -28,18 +28,6 @@ ScoreFiles make_files(const std::string& name) {
   return f;
 }
 
-std::vector<nlohmann::json> read_jsonl(const std::string& path) {
-  std::vector<nlohmann::json> out;
-  std::string text = read_file(path);
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    out.push_back(nlohmann::json::parse(text.substr(start, end - start)));
-    start = end + 1;
-  }
-  return out;
-}
-
 }  // namespace
 
 TEST(ScoreCommand, ScoresWithBuiltInRewardsAndWeights) {

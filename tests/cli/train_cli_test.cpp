@@ -41,24 +41,13 @@ std::string setup_run(const std::string& name) {
   return dir;
 }
 
-std::vector<nlohmann::json> lines_of(const std::string& path) {
-  std::vector<nlohmann::json> out;
-  std::string text = read_file(path);
-  for (size_t start = 0; start < text.size();) {
-    size_t end = text.find('\n', start);
-    out.push_back(nlohmann::json::parse(text.substr(start, end - start)));
-    start = end + 1;
-  }
-  return out;
-}
-
 }  // namespace
 
 TEST(TrainCommand, TrainsLogsAndWritesLoadableCheckpoints) {
   std::string dir = setup_run("train_run");
   CommandResult r = run_host("train --config " + dir + "/run.yaml");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  auto lines = lines_of(dir + "/out/logging.jsonl");
+  auto lines = read_jsonl(dir + "/out/logging.jsonl");
   ASSERT_EQ(lines.size(), 4u);
   for (const char* key : {"loss", "grad_norm", "learning_rate", "epoch", "global_step", "reward", "reward_std",
                           "rewards/repetition/mean", "rewards/format/std", "frac_reward_zero_std", "kl", "entropy",
@@ -81,7 +70,7 @@ TEST(TrainCommand, TrainsLogsAndWritesLoadableCheckpoints) {
     event_file |= e.path().filename().string().rfind("events.out.tfevents.", 0) == 0;
   EXPECT_TRUE(event_file);
   EXPECT_NE(read_file(dir + "/out/checkpoint-4/model.safetensors"), read_file(dir + "/model/model.safetensors"));
-  auto completions = lines_of(dir + "/out/completions.jsonl");
+  auto completions = read_jsonl(dir + "/out/completions.jsonl");
   ASSERT_EQ(completions.size(), 16u);  // 4 steps x 1 prompt x G=4
   for (const char* key : {"step", "prompt", "completion", "completion_tokens", "finish_reason", "rewards", "reward",
                           "advantage"})
@@ -113,7 +102,7 @@ TEST(SftCommand, LearnsTheAnswersAndSavesACheckpoint) {
                              "--per_device_train_batch_size 5 --max_steps 30 --learning_rate 3e-3 --warmup_ratio 0 " +
                              "--lr_scheduler_type constant --logging_steps 1 --output_dir " + dir + "/out");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  auto lines = lines_of(dir + "/out/logging.jsonl");
+  auto lines = read_jsonl(dir + "/out/logging.jsonl");
   ASSERT_EQ(lines.size(), 30u);
   EXPECT_LT(lines.back()["loss"].get<double>(), 0.5 * lines.front()["loss"].get<double>())
       << "the loss must fall on five memorisable examples";
