@@ -3,7 +3,9 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cmath>
 #include <filesystem>
 #include <set>
@@ -186,15 +188,30 @@ GrpoTrainer::GrpoTrainer(const config::Config& cfg)
                prompts_per_step_, G_, prompts_->size());
 }
 
+namespace {
+
+// Ctrl-C / SIGTERM: finish the current step, save a checkpoint, exit cleanly.
+std::atomic<bool> g_stop_requested{false};
+extern "C" void request_stop(int) { g_stop_requested = true; }
+
+}  // namespace
+
 void GrpoTrainer::train() {
   const int64_t logging_steps = std::max<int64_t>(1, cfg_.get_int("logging_steps"));
   const int64_t save_steps = cfg_.is_null("save_steps") ? 0 : cfg_.get_int("save_steps");
-  while (global_step_ < max_steps_) {
+  auto previous_int = std::signal(SIGINT, request_stop), previous_term = std::signal(SIGTERM, request_stop);
+  while (global_step_ < max_steps_ && !g_stop_requested) {
     log_->add(step());
     if (global_step_ % logging_steps == 0 || global_step_ == max_steps_) log_->flush(global_step_, max_steps_);
     if (save_steps > 0 && global_step_ % save_steps == 0 && global_step_ < max_steps_) save_checkpoint();
   }
+  if (g_stop_requested) {
+    log_->flush(global_step_, max_steps_);
+    spdlog::warn("stopped by a signal at step {}/{}: saving a checkpoint", global_step_, max_steps_);
+  }
   save_checkpoint();
+  std::signal(SIGINT, previous_int);
+  std::signal(SIGTERM, previous_term);
 }
 
 // One GRPO step, top to bottom.

@@ -1,11 +1,13 @@
 // `grpo-host train` end to end on a tiny model: sampling through the native
 // sampler plugin, rewards from plugins, updates, logging.jsonl, checkpoints.
+#include <cstdio>
 #include <filesystem>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_util.h"
+#include "plugin_paths.h"
 
 using namespace grpo::testing;
 
@@ -111,4 +113,26 @@ TEST(SftCommand, LearnsTheAnswersAndSavesACheckpoint) {
   r = run_host("sft --model " + dir + "/model --dataset " + dir + "/bad.jsonl --train_type full");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("bad.jsonl:1"), std::string::npos) << r.output;
+}
+
+TEST(TrainCommand, SigtermSavesACheckpointAndExitsCleanly) {
+  std::string dir = setup_run("train_sigterm");
+  // Many steps; stop it as soon as the first step is logged.
+  std::string cmd = "'" GRPO_HOST_EXE "' train --config " + dir + "/run.yaml --max_steps 100000 --save_steps 100000 > " +
+                    dir + "/log.txt 2>&1 & pid=$!; "
+                    "for i in $(seq 1 600); do [ -s " + dir + "/out/logging.jsonl ] && break; sleep 0.1; done; "
+                    "kill -TERM $pid; wait $pid; echo exit=$?";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[256] = {};
+  std::string out;
+  while (std::fgets(buf, sizeof buf, p)) out += buf;
+  ::pclose(p);
+  EXPECT_NE(out.find("exit=0"), std::string::npos) << out << read_file(dir + "/log.txt");
+  EXPECT_NE(read_file(dir + "/log.txt").find("stopped by a signal"), std::string::npos);
+  bool saved = false;
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/out"))
+    saved |= e.path().filename().string().rfind("checkpoint-", 0) == 0 &&
+             std::filesystem::exists(e.path() / "model.safetensors");
+  EXPECT_TRUE(saved);
 }
