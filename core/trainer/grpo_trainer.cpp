@@ -93,7 +93,7 @@ void check_trainer_support(const config::Config& cfg) {
       "cosine_min_len_value_correct", "cosine_max_len_value_correct", "cosine_max_len", "repetition_n_grams",
       "repetition_max_penalty", "soft_max_length", "soft_cache_length", "rlhf_type", "use_vllm", "vllm_mode",
       "num_iterations", "dynamic_sample", "async_generate", "resume_from_checkpoint", "val_dataset",
-      "split_dataset_ratio"};
+      "split_dataset_ratio", "max_length", "truncation_strategy"};
   for (const config::FlagSpec& flag : config::flag_table())
     if (flag.availability == config::Availability::Available && cfg.is_set(flag.name) && !kUsed.count(flag.name))
       spdlog::warn("--{} is accepted but has no effect in this trainer yet", flag.name);
@@ -133,7 +133,16 @@ GrpoTrainer::GrpoTrainer(const config::Config& cfg)
   const tok::ChatFamily family = tok::chat_family_for(tokenizer_, cfg.get_string("template"));
   prompts_ = std::make_unique<PromptSource>(cfg.get_strings("dataset"), tokenizer_, family,
                                             data::load_system_prompt(cfg.get_string("system")),
-                                            cfg.get_bool("dataset_shuffle"), static_cast<uint64_t>(cfg.get_int("seed")));
+                                            cfg.get_bool("dataset_shuffle"), static_cast<uint64_t>(cfg.get_int("seed")),
+                                            cfg.is_null("max_length")
+                                                ? 0
+                                                : std::max<int64_t>(1, cfg.get_int("max_length") -
+                                                                           cfg.get_int("max_completion_length")),
+                                            cfg.get_string("truncation_strategy"));
+  if (prompts_->dropped())
+    spdlog::warn("{} prompts longer than max_length - max_completion_length were dropped (truncation_strategy "
+                 "delete)",
+                 prompts_->dropped());
   const int64_t steps_per_epoch =
       (static_cast<int64_t>(prompts_->size()) + prompts_per_step_ - 1) / prompts_per_step_;
   max_steps_ = cfg.is_null("max_steps") ? static_cast<int64_t>(std::ceil(cfg.get_double("num_train_epochs") *

@@ -6,13 +6,23 @@
 namespace grpo::trainer {
 
 PromptSource::PromptSource(const std::vector<std::string>& datasets, const tok::Tokenizer& tokenizer,
-                           tok::ChatFamily family, const std::string& system, bool shuffle, uint64_t seed)
+                           tok::ChatFamily family, const std::string& system, bool shuffle, uint64_t seed,
+                           int64_t max_prompt_tokens, const std::string& truncation)
     : shuffle_(shuffle), rng_(seed) {
   for (const std::string& spec : datasets) {
     for (const data::Row& row : data::load_rows(spec)) {
       nlohmann::json messages = data::prompt_messages(row, system);
       Prompt p;
       p.ids = tok::encode_chat_prompt(tokenizer, family, tok::messages_from_json(messages));
+      const auto limit = static_cast<size_t>(max_prompt_tokens);
+      if (max_prompt_tokens > 0 && p.ids.size() > limit) {
+        if (truncation == "delete") {
+          ++dropped_;
+          continue;
+        }
+        if (truncation == "right") p.ids.resize(limit);
+        else p.ids.erase(p.ids.begin(), p.ids.end() - static_cast<std::ptrdiff_t>(limit));  // left: keep the end
+      }
       p.messages_json = messages.dump();
       nlohmann::json columns = row.columns;
       columns.erase("messages");
@@ -20,7 +30,9 @@ PromptSource::PromptSource(const std::vector<std::string>& datasets, const tok::
       prompts_.push_back(std::move(p));
     }
   }
-  if (prompts_.empty()) throw data::DataError("the training dataset has no rows");
+  if (prompts_.empty())
+    throw data::DataError(dropped_ ? "every prompt is longer than max_length allows and truncation_strategy is delete"
+                                   : "the training dataset has no rows");
   order_.resize(prompts_.size());
   std::iota(order_.begin(), order_.end(), 0);
   if (shuffle_) std::shuffle(order_.begin(), order_.end(), rng_);

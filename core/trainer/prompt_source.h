@@ -22,8 +22,13 @@ struct Prompt {
 class PromptSource {
  public:
   // Throws data::DataError naming file:line for a row without a prompt.
+  // Prompts longer than max_prompt_tokens (<= 0: no limit) are cut as
+  // `truncation` says: left keeps the end, right keeps the start, delete
+  // drops the row (counted in dropped()).
   PromptSource(const std::vector<std::string>& datasets, const tok::Tokenizer& tokenizer, tok::ChatFamily family,
-               const std::string& system, bool shuffle, uint64_t seed);
+               const std::string& system, bool shuffle, uint64_t seed, int64_t max_prompt_tokens = 0,
+               const std::string& truncation = "left");
+  size_t dropped() const { return dropped_; }
 
   // The next `n` prompts; a new (reshuffled) epoch starts when the rows run out.
   std::vector<const Prompt*> next(size_t n);
@@ -33,7 +38,7 @@ class PromptSource {
  private:
   std::vector<Prompt> prompts_;
   std::vector<size_t> order_;
-  size_t cursor_ = 0, epochs_done_ = 0;
+  size_t cursor_ = 0, epochs_done_ = 0, dropped_ = 0;
   bool shuffle_;
   std::mt19937_64 rng_;
 };

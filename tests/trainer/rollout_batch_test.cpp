@@ -1,10 +1,15 @@
 // Sampled completions as training tensors, and the policy's log-probs of them.
+#include <filesystem>
+#include <fstream>
+
 #include <gtest/gtest.h>
 #include <torch/types.h>
 #include <torch/utils.h>
 
 #include "model/engine.h"
 #include "model/weights.h"
+#include "tokenizer/byte_tokenizer.h"
+#include "trainer/prompt_source.h"
 #include "trainer/rollout_batch.h"
 
 using namespace grpo;
@@ -42,4 +47,25 @@ TEST(RolloutBatch, OnPolicyLogprobsEqualTheSamplersAcrossPaddedRows) {
       EXPECT_NEAR(lp[static_cast<int64_t>(i)][static_cast<int64_t>(t)].item<float>(), done[i].logprobs[t], 1e-4)
           << i << "," << t;
   EXPECT_EQ(lp[1][5].item<float>(), 0.0f);  // padding
+}
+
+TEST(PromptSource, MaxLengthCutsOrDropsLongPrompts) {
+  auto dir = std::filesystem::temp_directory_path() / "grpo_prompt_source";
+  std::filesystem::remove_all(dir);
+  tok::write_byte_level_tokenizer(dir.string());
+  tok::Tokenizer tokenizer = tok::Tokenizer::from_dir(dir.string());
+  std::ofstream(dir / "rows.jsonl") << "{\"prompt\": \"short\"}\n{\"prompt\": \"" << std::string(200, 'x') << "\"}\n";
+  const std::vector<std::string> data = {(dir / "rows.jsonl").string()};
+  trainer::PromptSource full(data, tokenizer, tok::ChatFamily::ChatML, "", false, 0);
+  const size_t long_len = full.next(2)[1]->ids.size();
+  trainer::PromptSource left(data, tokenizer, tok::ChatFamily::ChatML, "", false, 0, 50, "left");
+  auto l = left.next(2);
+  EXPECT_EQ(l[1]->ids.size(), 50u);
+  EXPECT_TRUE(std::equal(l[1]->ids.begin(), l[1]->ids.end(), full.next(2)[1]->ids.end() - 50));  // the end is kept
+  trainer::PromptSource right(data, tokenizer, tok::ChatFamily::ChatML, "", false, 0, 50, "right");
+  EXPECT_EQ(right.next(2)[1]->ids.size(), 50u);
+  trainer::PromptSource del(data, tokenizer, tok::ChatFamily::ChatML, "", false, 0, 50, "delete");
+  EXPECT_EQ(del.size(), 1u);
+  EXPECT_EQ(del.dropped(), 1u);
+  EXPECT_GT(long_len, 200u);
 }
