@@ -25,14 +25,16 @@ void set_learning_rate(torch::optim::AdamW& optimizer, double lr) {
   for (auto& group : optimizer.param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
 }
 
-void save_checkpoint(model::CausalLMImpl& model, const config::Config& cfg, int64_t step,
-                     const std::string& tokenizer_dir, const nlohmann::json& state) {
+std::string save_checkpoint(model::CausalLMImpl& model, const config::Config& cfg, int64_t step,
+                            const std::string& tokenizer_dir, const nlohmann::json& state,
+                            const std::function<void(const std::string& tmp_dir)>& extra) {
   const fs::path output_dir = cfg.get_string("output_dir");
   const fs::path final_dir = output_dir / fmt::format("checkpoint-{}", step);
   const fs::path tmp = output_dir / fmt::format(".checkpoint-{}.tmp", step);
   fs::remove_all(tmp);
   model::save_model(model, tmp.string(), tokenizer_dir);
   std::ofstream(tmp / "trainer_state.json") << state.dump(2) << "\n";
+  if (extra) extra(tmp.string());
   fs::remove_all(final_dir);
   fs::rename(tmp, final_dir);  // a crash never leaves half a checkpoint under the final name
   if (!cfg.is_null("save_total_limit")) {
@@ -47,6 +49,7 @@ void save_checkpoint(model::CausalLMImpl& model, const config::Config& cfg, int6
     for (size_t i = 0; i + keep < existing.size(); ++i) fs::remove_all(existing[i].second);
   }
   spdlog::info("saved {}", final_dir.string());
+  return final_dir.string();
 }
 
 }  // namespace grpo::trainer

@@ -8,12 +8,14 @@
 #include <csignal>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include <fmt/format.h>
 #include <grpo/sampler.h>
 #include <spdlog/spdlog.h>
 #include <torch/nn/utils/clip_grad.h>
+#include <torch/serialize.h>
 #include <torch/types.h>
 #include <torch/utils.h>
 
@@ -70,7 +72,6 @@ void check_trainer_support(const config::Config& cfg) {
          "not built yet: leave them unset");
   refuse(cfg.get_bool("dynamic_sample"), "--dynamic_sample is not built yet: drop it");
   refuse(cfg.get_bool("async_generate"), "--async_generate is not built yet: drop it");
-  refuse(!cfg.get_string("resume_from_checkpoint").empty(), "--resume_from_checkpoint is not built yet");
   refuse(!cfg.get_strings("val_dataset").empty() || cfg.get_double("split_dataset_ratio") > 0,
          "evaluation (--val_dataset, --split_dataset_ratio) is not built yet: drop them");
   refuse(cfg.get_string("sampler") != "native",
@@ -123,7 +124,8 @@ GrpoTrainer::GrpoTrainer(const config::Config& cfg)
   micro_batch_ = cfg.get_int("per_device_train_batch_size");
   prompts_per_step_ = cfg.get_int("generation_batch_size") / G_;
   const at::ScalarType dtype = dtype_of(cfg.get_string("torch_dtype"));
-  policy_ = model::load_model(model_dir_, dtype);
+  const std::string resume = cfg.get_string("resume_from_checkpoint");
+  policy_ = model::load_model(resume.empty() ? model_dir_ : resume, dtype);
   policy_->train();
   if (cfg.get_double("beta") != 0.0) {  // a frozen copy of the initial policy
     reference_ = model::load_model(cfg.get_string("ref_model").empty() ? model_dir_ : cfg.get_string("ref_model"), dtype);
@@ -190,6 +192,7 @@ GrpoTrainer::GrpoTrainer(const config::Config& cfg)
                                            max_steps_, cfg.is_null("warmup_steps") ? -1 : cfg.get_int("warmup_steps"),
                                            cfg.get_double("warmup_ratio"));
   const auto report_to = cfg.get_strings("report_to");
+  if (!resume.empty()) resume_from(resume);
   log_ = std::make_unique<RunLog>(output_dir_,
                                   std::find(report_to.begin(), report_to.end(), "tensorboard") != report_to.end());
   if (cfg.get_bool("log_completions")) completion_log_ = std::make_unique<CompletionLog>(output_dir_);
@@ -364,9 +367,27 @@ void GrpoTrainer::optimize(const Rollout& rollout, const Advantages& adv, Metric
   m["time/weight_sync"] = 0;  // the in-process sampler aliases the weights
 }
 
+// Everything a resumed run needs to continue exactly: the weights (the
+// checkpoint's model), AdamW's moments, the step, and the prompt order.
 void GrpoTrainer::save_checkpoint() {
-  trainer::save_checkpoint(*policy_, cfg_, global_step_, model_dir_,
-                           {{"global_step", global_step_}, {"max_steps", max_steps_}, {"epoch", prompts_->epoch()}});
+  const std::string dir = trainer::save_checkpoint(
+      *policy_, cfg_, global_step_, model_dir_,
+      {{"global_step", global_step_}, {"max_steps", max_steps_}, {"epoch", prompts_->epoch()},
+       {"prompts", prompts_->state()}},
+      [&](const std::string& tmp) { torch::save(*optimizer_, (fs::path(tmp) / "optimizer.pt").string()); });
+  (void)dir;
+}
+
+void GrpoTrainer::resume_from(const std::string& dir) {
+  const fs::path state_path = fs::path(dir) / "trainer_state.json", optimizer_path = fs::path(dir) / "optimizer.pt";
+  if (!fs::exists(state_path) || !fs::exists(optimizer_path))
+    throw config::ConfigError("--resume_from_checkpoint " + dir +
+                              ": not a training checkpoint (needs trainer_state.json and optimizer.pt)");
+  nlohmann::json state = nlohmann::json::parse(std::ifstream(state_path));
+  global_step_ = state.at("global_step").get<int64_t>();
+  prompts_->restore(state.at("prompts"));
+  torch::load(*optimizer_, optimizer_path.string());
+  spdlog::info("resumed from {} at step {}", dir, global_step_);
 }
 
 }  // namespace grpo::trainer

@@ -50,6 +50,7 @@ class GrpoTrainer {
   Advantages score(const Rollout& rollout, Metrics& m);  // also writes completions.jsonl when asked
   void optimize(const Rollout& rollout, const Advantages& adv, Metrics& m);
   void save_checkpoint();
+  void resume_from(const std::string& dir);
 
   config::Config cfg_;
   std::string model_dir_, output_dir_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <sstream>
 
 namespace grpo::trainer {
 
@@ -49,6 +50,24 @@ std::vector<const Prompt*> PromptSource::next(size_t n) {
     out.push_back(&prompts_[order_[cursor_++]]);
   }
   return out;
+}
+
+nlohmann::json PromptSource::state() const {
+  std::ostringstream rng;
+  rng << rng_;
+  return {{"order", order_}, {"cursor", cursor_}, {"epochs_done", epochs_done_}, {"rng", rng.str()}};
+}
+
+void PromptSource::restore(const nlohmann::json& state) {
+  std::vector<size_t> order = state.at("order").get<std::vector<size_t>>();
+  if (order.size() != prompts_.size())
+    throw data::DataError("the checkpoint was made with a dataset of " + std::to_string(order.size()) +
+                          " prompts, this one has " + std::to_string(prompts_.size()) + ": resume with the same data");
+  order_ = std::move(order);
+  cursor_ = state.at("cursor").get<size_t>();
+  epochs_done_ = state.at("epochs_done").get<size_t>();
+  std::istringstream rng(state.at("rng").get<std::string>());
+  rng >> rng_;
 }
 
 double PromptSource::epoch() const {

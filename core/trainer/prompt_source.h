@@ -30,6 +30,11 @@ class PromptSource {
                const std::string& truncation = "left");
   size_t dropped() const { return dropped_; }
 
+  // Where the source stands (order, position, random state), for resuming
+  // exactly where a checkpoint left off.
+  nlohmann::json state() const;
+  void restore(const nlohmann::json& state);
+
   // The next `n` prompts; a new (reshuffled) epoch starts when the rows run out.
   std::vector<const Prompt*> next(size_t n);
   size_t size() const { return prompts_.size(); }

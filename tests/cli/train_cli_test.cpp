@@ -136,3 +136,27 @@ TEST(TrainCommand, SigtermSavesACheckpointAndExitsCleanly) {
              std::filesystem::exists(e.path() / "model.safetensors");
   EXPECT_TRUE(saved);
 }
+
+TEST(TrainCommand, FourStepsStraightEqualTwoResumeTwo) {
+  std::string dir = setup_run("train_resume");
+  const std::string base = "train --config " + dir + "/run.yaml --save_total_limit 10 --log_completions false ";
+  CommandResult a = run_host(base + "--output_dir " + dir + "/straight");
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  CommandResult b = run_host(base + "--output_dir " + dir + "/resumed --resume_from_checkpoint " + dir +
+                             "/straight/checkpoint-2");
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  auto straight = read_jsonl(dir + "/straight/logging.jsonl");
+  auto resumed = read_jsonl(dir + "/resumed/logging.jsonl");
+  ASSERT_EQ(straight.size(), 4u);
+  ASSERT_EQ(resumed.size(), 2u);  // steps 3 and 4
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(resumed[i]["global_step"], straight[i + 2]["global_step"]);
+    for (const char* key : {"loss", "reward", "grad_norm", "kl", "learning_rate", "completions/mean_length"})
+      EXPECT_EQ(resumed[i][key], straight[i + 2][key]) << key << " at step " << straight[i + 2]["global_step"];
+  }
+  EXPECT_EQ(read_file(dir + "/resumed/checkpoint-4/model.safetensors"),
+            read_file(dir + "/straight/checkpoint-4/model.safetensors"));
+  CommandResult bad = run_host(base + "--output_dir " + dir + "/bad --resume_from_checkpoint " + dir + "/model");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("not a training checkpoint"), std::string::npos) << bad.output;
+}
