@@ -372,25 +372,12 @@ const FlagSpec* find_flag(std::string_view name) {
 }
 
 std::string closest_flag_name(std::string_view name) {
-  const std::string key = normalise(name);
-  std::string best;
-  size_t best_distance = SIZE_MAX;
-  auto consider = [&](const std::string& candidate) {
-    size_t d = util::edit_distance(key, candidate);
-    // A candidate that contains the typed name (a truncated flag) counts as close too.
-    if (key.size() >= 4 && candidate.find(key) != std::string::npos) d = std::min<size_t>(d, 2);
-    if (d < best_distance) {
-      best_distance = d;
-      best = candidate;
-    }
-  };
+  std::vector<std::string> names;
   for (const FlagSpec& spec : flag_table()) {
-    consider(spec.name);
-    for (const std::string& a : spec.aliases) consider(a);
+    names.push_back(spec.name);
+    names.insert(names.end(), spec.aliases.begin(), spec.aliases.end());
   }
-  // Beyond about a third of the name, a suggestion is more confusing than none.
-  const size_t limit = std::max<size_t>(2, key.size() / 3);
-  return best_distance <= limit ? best : std::string();
+  return util::closest_name(normalise(name), names);
 }
 
 std::string_view group_title(FlagGroup group) {

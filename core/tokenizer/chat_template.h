@@ -73,6 +73,9 @@ bool chat_family_emits_bos(ChatFamily family);
 std::string render_chat(ChatFamily family, const std::vector<ChatMessage>& messages,
                         const ChatOptions& options = {});
 
+// True for the roles the templates render: system, user, assistant, tool.
+bool is_chat_role(const std::string& role);
+
 // [{"role": ..., "content": ...}] where content is a string or a list of
 // {"type": "text", "text": ...} parts (joined with nothing between them, as
 // transformers' multimodal templates join text parts). Throws

@@ -33,10 +33,15 @@ void RunLog::flush(int64_t global_step, int64_t max_steps) {
   if (tensorboard_) tensorboard_->add_scalars(global_step, means);
   out_ << line.dump() << '\n';
   out_.flush();
-  auto get = [&](const char* k) { return line.contains(k) ? line[k].get<double>() : std::nan(""); };
-  std::printf("step %lld/%lld  reward %.4f  loss %.4f  kl %.4f  grad_norm %.3f  lr %.2e  %.1f s/step\n",
-              static_cast<long long>(global_step), static_cast<long long>(max_steps), get("reward"), get("loss"),
-              get("kl"), get("grad_norm"), get("learning_rate"), get("step_time"));
+  // One line; only what this run logs (sft has no reward, beta 0 no kl).
+  std::string text = "step " + std::to_string(global_step) + "/" + std::to_string(max_steps);
+  for (const char* key : {"reward", "loss", "kl", "grad_norm", "learning_rate", "step_time"}) {
+    if (!line.contains(key)) continue;
+    char value[32];
+    std::snprintf(value, sizeof value, std::string(key) == "learning_rate" ? "%.2e" : "%.4g", line[key].get<double>());
+    text += std::string("  ") + key + " " + value;
+  }
+  std::puts(text.c_str());
   std::fflush(stdout);
   window_.clear();
 }

@@ -24,6 +24,8 @@ std::string closest_name(std::string_view name, const std::vector<std::string>& 
   size_t best_distance = static_cast<size_t>(-1);
   for (const std::string& c : candidates) {
     size_t d = edit_distance(name, c);
+    // A candidate that contains the typed name (a truncated name) counts as close too.
+    if (name.size() >= 4 && c.find(name) != std::string::npos) d = std::min<size_t>(d, 2);
     if (d < best_distance) {
       best_distance = d;
       best = c;

@@ -11,10 +11,9 @@
 
 namespace grpo::testing {
 
-CommandResult run_host(const std::string& args, const std::string& env) {
-  std::string cmd = env + (env.empty() ? "" : " ") + "'" GRPO_HOST_EXE "' " + args + " 2>&1";
+CommandResult run_shell(const std::string& command) {
   CommandResult r;
-  FILE* p = ::popen(cmd.c_str(), "r");
+  FILE* p = ::popen((command + " 2>&1").c_str(), "r");
   if (!p) return r;
   char buf[4096];
   size_t n;
@@ -22,6 +21,10 @@ CommandResult run_host(const std::string& args, const std::string& env) {
   int status = ::pclose(p);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
+}
+
+CommandResult run_host(const std::string& args, const std::string& env) {
+  return run_shell(env + (env.empty() ? "" : " ") + "'" GRPO_HOST_EXE "' " + args);
 }
 
 std::string temp_dir(const std::string& name) {

@@ -13,6 +13,9 @@ struct CommandResult {
   std::string output;  // stdout and stderr together
 };
 
+// Runs a shell command line, stdout and stderr together.
+CommandResult run_shell(const std::string& command);
+
 // `args` is appended to the grpo-host path, as a shell command line.
 CommandResult run_host(const std::string& args, const std::string& env = "");
 

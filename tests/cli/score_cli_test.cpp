@@ -141,14 +141,9 @@ TEST(PluginsCommand, ListsBuiltInsAndDescribesOptions) {
 
 TEST(PluginsCommand, FindsPluginsWhenTheBuildIsMoved) {
   std::string dir = temp_dir("moved_build");
-  std::string cmd = "mkdir -p " + dir + "/bin " + dir + "/lib/grpo && cp '" GRPO_HOST_EXE "' " + dir +
-                    "/bin/ && cp -r '" PLUGIN_DIR "' " + dir + "/lib/grpo/ && " + dir + "/bin/grpo-host plugins 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  EXPECT_EQ(::pclose(p), 0) << out;
+  CommandResult r = run_shell("mkdir -p " + dir + "/bin " + dir + "/lib/grpo && cp '" GRPO_HOST_EXE "' " + dir +
+                              "/bin/ && cp -r '" PLUGIN_DIR "' " + dir + "/lib/grpo/ && " + dir + "/bin/grpo-host plugins");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  const std::string& out = r.output;
   EXPECT_NE(out.find(dir + "/lib/grpo/plugins/libgrpo_accuracy.so"), std::string::npos) << out;
 }

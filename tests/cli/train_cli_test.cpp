@@ -122,12 +122,7 @@ TEST(TrainCommand, SigtermSavesACheckpointAndExitsCleanly) {
                     dir + "/log.txt 2>&1 & pid=$!; "
                     "for i in $(seq 1 600); do [ -s " + dir + "/out/logging.jsonl ] && break; sleep 0.1; done; "
                     "kill -TERM $pid; wait $pid; echo exit=$?";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  char buf[256] = {};
-  std::string out;
-  while (std::fgets(buf, sizeof buf, p)) out += buf;
-  ::pclose(p);
+  const std::string out = run_shell(cmd).output;
   EXPECT_NE(out.find("exit=0"), std::string::npos) << out << read_file(dir + "/log.txt");
   EXPECT_NE(read_file(dir + "/log.txt").find("stopped by a signal"), std::string::npos);
   bool saved = false;
