@@ -128,6 +128,8 @@ std::vector<FlagSpec> build_table() {
   add(real("split_dataset_ratio", 0.0, "fraction of dataset held out for validation when val_dataset is empty")
           .at_least(0).below(1));
   add(boolean("dataset_shuffle", true, "shuffle the training prompts"));
+  add(boolean("skip_bad_rows", false,
+              "skip (and count) dataset rows that cannot be used instead of stopping at the first one"));
   add(text("system", nullptr, "system prompt, or the path of a file that holds it"));
   add(text("template", nullptr,
            "chat format: chatml | qwen2 | qwen2_5 | qwen3 | llama3 | llama3_1 (unset: read from tokenizer_config.json)")

@@ -23,7 +23,10 @@ size_t line_of_byte(const std::string& text, size_t byte) {
   return 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(byte), '\n'));
 }
 
-std::vector<Row> parse_jsonl(const std::string& path, const std::string& text, std::optional<size_t> limit) {
+std::vector<Row> parse_jsonl(const std::string& path, const std::string& text, std::optional<size_t> limit,
+                             BadRows* bad) {
+  BadRows strict;
+  if (!bad) bad = &strict;
   std::vector<Row> rows;
   size_t line_no = 0, start = 0;
   while (start < text.size() && (!limit || rows.size() < *limit)) {
@@ -34,16 +37,25 @@ std::vector<Row> parse_jsonl(const std::string& path, const std::string& text, s
     start = end + 1;
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
     nlohmann::json row = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (row.is_discarded())
-      throw DataError(fmt::format("{}:{}: malformed JSON line; each line must be one JSON object", path, line_no));
-    if (!row.is_object())
-      throw DataError(fmt::format("{}:{}: expected a JSON object per line, got {}", path, line_no, row.type_name()));
+    if (row.is_discarded()) {
+      bad->handle(fmt::format("{}:{}: malformed JSON line; each line must be one JSON object", path, line_no));
+      continue;
+    }
+    if (!row.is_object()) {
+      bad->handle(fmt::format("{}:{}: expected a JSON object per line, got {}", path, line_no, row.type_name()));
+      continue;
+    }
     rows.push_back(Row{std::move(row), fmt::format("{}:{}", path, line_no)});
   }
   return rows;
 }
 
 }  // namespace
+
+void BadRows::handle(const std::string& message) {
+  if (!skip) throw DataError(message);
+  if (count++ == 0) first = message;
+}
 
 DatasetSpec DatasetSpec::parse(const std::string& spec) {
   DatasetSpec out{spec, std::nullopt};
@@ -57,13 +69,17 @@ DatasetSpec DatasetSpec::parse(const std::string& spec) {
   return out;
 }
 
-std::vector<Row> load_jsonl(const std::string& path) { return parse_jsonl(path, read_file(path), std::nullopt); }
+std::vector<Row> load_jsonl(const std::string& path) {
+  return parse_jsonl(path, read_file(path), std::nullopt, nullptr);
+}
 
-std::vector<Row> load_rows(const std::string& spec_text) {
+std::vector<Row> load_rows(const std::string& spec_text, BadRows* bad) {
+  BadRows strict;
+  if (!bad) bad = &strict;
   DatasetSpec spec = DatasetSpec::parse(spec_text);
   std::string text = read_file(spec.path);
   size_t first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string::npos || text[first] != '[') return parse_jsonl(spec.path, text, spec.limit);
+  if (first == std::string::npos || text[first] != '[') return parse_jsonl(spec.path, text, spec.limit, bad);
 
   nlohmann::json array;
   try {
@@ -73,9 +89,11 @@ std::vector<Row> load_rows(const std::string& spec_text) {
   }
   std::vector<Row> rows;
   for (size_t i = 0; i < array.size() && (!spec.limit || rows.size() < *spec.limit); ++i) {
-    if (!array[i].is_object())
-      throw DataError(fmt::format("{}: element {} of the array is {}, expected an object", spec.path, i,
-                                  array[i].type_name()));
+    if (!array[i].is_object()) {
+      bad->handle(fmt::format("{}: element {} of the array is {}, expected an object", spec.path, i,
+                              array[i].type_name()));
+      continue;
+    }
     rows.push_back(Row{std::move(array[i]), fmt::format("{}[{}]", spec.path, i)});
   }
   return rows;

@@ -27,9 +27,21 @@ struct DatasetSpec {
   static DatasetSpec parse(const std::string& spec);
 };
 
+// What to do with a row that cannot be used (malformed JSON, not an object, no
+// prompt column): stop with an error naming file:line (the default), or skip
+// it and count it when the user asks for that (`--skip_bad_rows`).
+struct BadRows {
+  bool skip = false;
+  size_t count = 0;
+  std::string first;  // the first skipped row's message, for the summary warning
+  // Throws DataError(message) unless skipping.
+  void handle(const std::string& message);
+};
+
 // Reads `spec`. Throws DataError naming file:line for unreadable files,
-// malformed JSON and rows that are not objects.
-std::vector<Row> load_rows(const std::string& spec);
+// malformed JSON and rows that are not objects (unless `bad` skips rows; a
+// JSON array that does not parse as a whole is always an error).
+std::vector<Row> load_rows(const std::string& spec, BadRows* bad = nullptr);
 
 // Reads a JSONL file of objects (e.g. completions). Same errors as load_rows.
 std::vector<Row> load_jsonl(const std::string& path);

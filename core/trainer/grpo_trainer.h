@@ -3,6 +3,7 @@
 // policy with the clipped, KL-regularised loss of grpo.md.
 #pragma once
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -18,10 +19,11 @@
 #include "tokenizer/tokenizer.h"
 #include "trainer/advantages.h"
 #include "trainer/completion_log.h"
+#include "trainer/generation_batch.h"
 #include "trainer/grpo_loss.h"
 #include "trainer/lr_schedule.h"
+#include "trainer/micro_batches.h"
 #include "trainer/prompt_source.h"
-#include "trainer/rollout_batch.h"
 #include "trainer/run_log.h"
 #include "trainer/weight_views.h"
 
@@ -29,15 +31,16 @@ namespace grpo::trainer {
 
 using Metrics = std::map<std::string, double>;
 
+// Per-micro-batch values averaged over the micro-batches that reported them.
+struct MetricSums {
+  Metrics sum;
+  std::map<std::string, int> count;
+  void add(const std::string& name, double v) { sum[name] += v, ++count[name]; }
+};
+
 // Throws config::ConfigError naming each flag this trainer does not support
 // yet, with what to do instead.
 void check_trainer_support(const config::Config& cfg);
-
-// One generation batch as sampled: what the rewards and the loss need.
-struct Rollout {
-  std::vector<RolloutSequence> sequences;        // N = prompts x G, the G copies consecutive
-  std::vector<plugins::RewardInput> reward_inputs;
-};
 
 class GrpoTrainer {
  public:
@@ -45,10 +48,20 @@ class GrpoTrainer {
   void train();
 
  private:
-  Metrics step();  // one optimizer step: sample, score, advantages, loss, update
-  Rollout generate(const std::vector<const Prompt*>& prompts, Metrics& m);
-  Advantages score(const Rollout& rollout, Metrics& m);  // also writes completions.jsonl when asked
-  void optimize(const Rollout& rollout, const Advantages& adv, Metrics& m);
+  // grpo_trainer.cpp: the step.
+  Metrics step();                               // one optimizer step
+  void refill(Metrics& m);                      // the next generation batch, as micro-batches
+  void accumulate(const MicroBatch& mb, Metrics& m, MetricSums& sums);  // policy log-probs, loss, backward
+  void update(Metrics& m);                      // clip, AdamW; the sampler sees the new weights
+
+  // trainer_sampling.cpp: generation batches and evaluation.
+  GenerationBatch sample_batch(Metrics& m);     // dynamic_sample resamples zero-variance groups
+  GenerationBatch generate(const std::vector<const Prompt*>& prompts, Metrics& m, const std::string& prefix);
+  void score(GenerationBatch& batch, Metrics& m);
+  Advantages advantages_of(const GenerationBatch& batch, Metrics& m, const std::string& prefix);
+  Metrics evaluate();                           // eval_ metrics over the validation prompts
+
+  // trainer_state.cpp: checkpoints and resuming.
   void save_checkpoint();
   void resume_from(const std::string& dir);
 
@@ -56,7 +69,7 @@ class GrpoTrainer {
   std::string model_dir_, output_dir_;
   tok::Tokenizer tokenizer_;
   model::CausalLM policy_{nullptr}, reference_{nullptr};
-  std::unique_ptr<PromptSource> prompts_;
+  std::unique_ptr<PromptSource> prompts_, val_prompts_;
   plugins::PluginRegistry registry_;
   std::unique_ptr<rewards::RewardSet> rewards_;
   std::shared_ptr<plugins::MetricsSink> plugin_metrics_;
@@ -68,7 +81,11 @@ class GrpoTrainer {
   std::unique_ptr<CompletionLog> completion_log_;  // null unless log_completions
   LossOptions loss_options_;
   plugins::SampleOptions sample_options_;
-  int64_t G_ = 0, prompts_per_step_ = 0, micro_batch_ = 0, max_steps_ = 0, global_step_ = 0;
+  std::deque<MicroBatch> queue_;  // micro-batches of the current generation batch, num_iterations passes
+  bool needs_old_logp_ = false;   // the policy moves while a generation batch is still being trained on
+  int64_t G_ = 0, prompts_per_generation_ = 0, micro_batch_ = 0, ga_ = 1, max_steps_ = 0, global_step_ = 0;
+  int64_t generations_ = 0;       // generation batches sampled so far: part of every sampling seed
+  int64_t step_active_tokens_ = 0;
 };
 
 }  // namespace grpo::trainer

@@ -6,34 +6,53 @@
 
 namespace grpo::trainer {
 
+std::vector<data::Row> load_dataset_rows(const std::vector<std::string>& datasets, data::BadRows* bad) {
+  std::vector<data::Row> rows;
+  for (const std::string& spec : datasets)
+    for (data::Row& row : data::load_rows(spec, bad)) rows.push_back(std::move(row));
+  return rows;
+}
+
 PromptSource::PromptSource(const std::vector<std::string>& datasets, const tok::Tokenizer& tokenizer,
                            tok::ChatFamily family, const std::string& system, bool shuffle, uint64_t seed,
                            int64_t max_prompt_tokens, const std::string& truncation)
+    : PromptSource(load_dataset_rows(datasets), PromptFormat{&tokenizer, family, system, max_prompt_tokens, truncation},
+                   shuffle, seed) {}
+
+PromptSource::PromptSource(std::vector<data::Row> rows, const PromptFormat& format, bool shuffle, uint64_t seed,
+                           data::BadRows* bad, const std::string& what)
     : shuffle_(shuffle), rng_(seed) {
-  for (const std::string& spec : datasets) {
-    for (const data::Row& row : data::load_rows(spec)) {
-      nlohmann::json messages = data::prompt_messages(row, system);
-      Prompt p;
-      p.ids = tok::encode_chat_prompt(tokenizer, family, tok::messages_from_json(messages));
-      const auto limit = static_cast<size_t>(max_prompt_tokens);
-      if (max_prompt_tokens > 0 && p.ids.size() > limit) {
-        if (truncation == "delete") {
-          ++dropped_;
-          continue;
-        }
-        if (truncation == "right") p.ids.resize(limit);
-        else p.ids.erase(p.ids.begin(), p.ids.end() - static_cast<std::ptrdiff_t>(limit));  // left: keep the end
-      }
-      p.messages_json = messages.dump();
-      nlohmann::json columns = row.columns;
-      columns.erase("messages");
-      p.columns = plugins::RowColumns::from_json(columns);
-      prompts_.push_back(std::move(p));
+  data::BadRows strict;
+  if (!bad) bad = &strict;
+  for (const data::Row& row : rows) {
+    nlohmann::json messages;
+    try {
+      messages = data::prompt_messages(row, format.system);
+    } catch (const data::DataError& e) {
+      bad->handle(e.what());
+      continue;
     }
+    Prompt p;
+    p.ids = tok::encode_chat_prompt(*format.tokenizer, format.family, tok::messages_from_json(messages));
+    const auto limit = static_cast<size_t>(format.max_prompt_tokens);
+    if (format.max_prompt_tokens > 0 && p.ids.size() > limit) {
+      if (format.truncation == "delete") {
+        ++dropped_;
+        continue;
+      }
+      if (format.truncation == "right") p.ids.resize(limit);
+      else p.ids.erase(p.ids.begin(), p.ids.end() - static_cast<std::ptrdiff_t>(limit));  // left: keep the end
+    }
+    p.messages_json = messages.dump();
+    nlohmann::json columns = row.columns;
+    columns.erase("messages");
+    p.columns = plugins::RowColumns::from_json(columns);
+    prompts_.push_back(std::move(p));
   }
   if (prompts_.empty())
-    throw data::DataError(dropped_ ? "every prompt is longer than max_length allows and truncation_strategy is delete"
-                                   : "the training dataset has no rows");
+    throw data::DataError(dropped_ ? "every " + what + " prompt is longer than max_length allows and "
+                                     "truncation_strategy is delete"
+                                   : "the " + what + " dataset has no usable rows");
   order_.resize(prompts_.size());
   std::iota(order_.begin(), order_.end(), 0);
   if (shuffle_) std::shuffle(order_.begin(), order_.end(), rng_);

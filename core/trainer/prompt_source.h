@@ -19,12 +19,27 @@ struct Prompt {
   std::shared_ptr<const plugins::RowColumns> columns;  // every column but `messages`, for the rewards
 };
 
+// How rows become prompt token ids. Prompts longer than max_prompt_tokens
+// (<= 0: no limit) are cut as `truncation` says: left keeps the end, right
+// keeps the start, delete drops the row (counted in dropped()).
+struct PromptFormat {
+  const tok::Tokenizer* tokenizer = nullptr;
+  tok::ChatFamily family = tok::ChatFamily::ChatML;
+  std::string system;
+  int64_t max_prompt_tokens = 0;
+  std::string truncation = "left";
+};
+
+// The rows of every dataset spec, in order (`bad`: see data::load_rows).
+std::vector<data::Row> load_dataset_rows(const std::vector<std::string>& datasets, data::BadRows* bad = nullptr);
+
 class PromptSource {
  public:
-  // Throws data::DataError naming file:line for a row without a prompt.
-  // Prompts longer than max_prompt_tokens (<= 0: no limit) are cut as
-  // `truncation` says: left keeps the end, right keeps the start, delete
-  // drops the row (counted in dropped()).
+  // Throws data::DataError naming file:line for a row without a prompt,
+  // unless `bad` skips such rows (and counts them). `what` names the data in
+  // the error for an empty source ("training", "validation").
+  PromptSource(std::vector<data::Row> rows, const PromptFormat& format, bool shuffle, uint64_t seed,
+               data::BadRows* bad = nullptr, const std::string& what = "training");
   PromptSource(const std::vector<std::string>& datasets, const tok::Tokenizer& tokenizer, tok::ChatFamily family,
                const std::string& system, bool shuffle, uint64_t seed, int64_t max_prompt_tokens = 0,
                const std::string& truncation = "left");

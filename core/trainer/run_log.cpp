@@ -46,4 +46,15 @@ void RunLog::flush(int64_t global_step, int64_t max_steps) {
   window_.clear();
 }
 
+void RunLog::write(int64_t global_step, const std::map<std::string, double>& metrics) {
+  nlohmann::json line = nlohmann::json::object();
+  std::map<std::string, double> finite;
+  for (const auto& [name, value] : metrics)
+    if (!std::isnan(value)) finite[name] = value, line[name] = value;
+  line["global_step"] = global_step;
+  if (tensorboard_) tensorboard_->add_scalars(global_step, finite);
+  out_ << line.dump() << '\n';
+  out_.flush();
+}
+
 }  // namespace grpo::trainer

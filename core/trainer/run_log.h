@@ -23,6 +23,10 @@ class RunLog {
   // summary, and starts a new window.
   void flush(int64_t global_step, int64_t max_steps);
 
+  // Writes `metrics` (e.g. an evaluation's eval_* values) as their own line
+  // at once, outside the window.
+  void write(int64_t global_step, const std::map<std::string, double>& metrics);
+
  private:
   std::ofstream out_;
   std::unique_ptr<TensorBoardWriter> tensorboard_;

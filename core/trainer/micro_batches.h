@@ -1,0 +1,28 @@
+// A generation batch cut into the micro-batches that forward and backward
+// run on, with what stays constant across the num_iterations passes over it:
+// advantages, and the old and reference log-probs when the step needs them.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include "trainer/generation_batch.h"
+#include "trainer/rollout_batch.h"
+
+namespace grpo::trainer {
+
+struct MicroBatch {
+  RolloutBatch batch;
+  at::Tensor advantages;          // [n] float32
+  at::Tensor old_logp, ref_logp;  // [n, T] constants, or undefined (old: ratio 1; ref: beta 0)
+  double dapo_active_tokens = 0;  // loss-carrying tokens of the whole generation batch
+  int64_t active_tokens = 0;      // ... of this micro-batch
+};
+
+// Rows [k*size, (k+1)*size) become micro-batch k (the last may be smaller).
+std::vector<MicroBatch> split_micro_batches(const GenerationBatch& batch, const at::Tensor& advantages, int64_t size,
+                                            int64_t pad_id, bool overlong_filter);
+
+}  // namespace grpo::trainer

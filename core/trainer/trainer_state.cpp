@@ -1,0 +1,45 @@
+// GRPO checkpoints: everything a resumed run needs to continue exactly — the
+// weights (the checkpoint's model), AdamW's moments, the step, the prompt
+// order and the sampling-seed counter.
+#include <filesystem>
+#include <fstream>
+
+#include <spdlog/spdlog.h>
+#include <torch/serialize.h>
+
+#include "trainer/checkpoint.h"
+#include "trainer/grpo_trainer.h"
+
+namespace grpo::trainer {
+
+namespace fs = std::filesystem;
+
+void GrpoTrainer::save_checkpoint() {
+  if (!queue_.empty())  // mid generation batch (steps_per_generation > GA or num_iterations > 1)
+    spdlog::warn("checkpoint at step {} falls inside a generation batch: a run resumed from it samples a new batch "
+                 "instead of finishing this one ({} micro-batches)",
+                 global_step_, queue_.size());
+  trainer::save_checkpoint(
+      *policy_, cfg_, global_step_, model_dir_,
+      {{"global_step", global_step_},
+       {"max_steps", max_steps_},
+       {"epoch", prompts_->epoch()},
+       {"generations", generations_},
+       {"prompts", prompts_->state()}},
+      [&](const std::string& tmp) { torch::save(*optimizer_, (fs::path(tmp) / "optimizer.pt").string()); });
+}
+
+void GrpoTrainer::resume_from(const std::string& dir) {
+  const fs::path state_path = fs::path(dir) / "trainer_state.json", optimizer_path = fs::path(dir) / "optimizer.pt";
+  if (!fs::exists(state_path) || !fs::exists(optimizer_path))
+    throw config::ConfigError("--resume_from_checkpoint " + dir +
+                              ": not a training checkpoint (needs trainer_state.json and optimizer.pt)");
+  nlohmann::json state = nlohmann::json::parse(std::ifstream(state_path));
+  global_step_ = state.at("global_step").get<int64_t>();
+  generations_ = state.value("generations", global_step_);
+  prompts_->restore(state.at("prompts"));
+  torch::load(*optimizer_, optimizer_path.string());
+  spdlog::info("resumed from {} at step {}", dir, global_step_);
+}
+
+}  // namespace grpo::trainer

@@ -1,0 +1,110 @@
+// `grpo-host train` options beyond the plain on-policy step: reusing a
+// generation batch (num_iterations, steps_per_generation), dynamic_sample,
+// evaluation, and skipping unusable dataset rows.
+#include <filesystem>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_util.h"
+
+using namespace grpo::testing;
+
+namespace {
+
+std::string setup(const std::string& name, const std::string& extra_rows = "") {
+  std::string dir = temp_dir(name);
+  CommandResult r = run_host("init-model --arch qwen2 --preset tiny --out " + dir + "/model --seed 3");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  std::string rows;
+  for (int i = 1; i <= 8; ++i)
+    rows += "{\"problem\": \"" + std::to_string(i) + "+1=?\", \"solution\": \"" + std::to_string(i + 1) + "\"}\n";
+  write_file(dir + "/rows.jsonl", rows + extra_rows);
+  return dir;
+}
+
+std::string base_flags(const std::string& dir) {
+  return "train --model " + dir + "/model --dataset " + dir + "/rows.jsonl --train_type full "
+         "--reward_funcs repetition --repetition_n_grams 1 --plugin_args '{\"repetition\": {\"unit\": \"token\"}}' "
+         "--num_generations 4 --per_device_train_batch_size 2 --gradient_accumulation_steps 2 --max_completion_length 12 --logging_steps 1 "
+         "--save_steps 1000 --report_to none --gradient_checkpointing false --output_dir " + dir + "/out ";
+}
+
+}  // namespace
+
+TEST(TrainFeatures, NumIterationsReusesABatchWithOldLogprobs) {
+  std::string dir = setup("train_iterations");
+  // GA 2 = steps_per_generation: one generation batch per step, used twice.
+  CommandResult r = run_host(base_flags(dir) + "--num_iterations 2 --max_steps 4 "
+                             "--learning_rate 1e-2 --warmup_ratio 0 --epsilon 0.01 --beta 0 --log_completions true");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto lines = read_jsonl(dir + "/out/logging.jsonl");
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(read_jsonl(dir + "/out/completions.jsonl").size(), 8u) << "two generation batches of 4 for 4 steps";
+  // Pass 1: old log-probs are those of the same weights, ratio exactly 1.
+  // Pass 2: the policy has moved, so some ratios leave [0.99, 1.01].
+  EXPECT_EQ(lines[0]["clip_ratio/region_mean"].get<double>(), 0.0);
+  EXPECT_GT(lines[1]["clip_ratio/region_mean"].get<double>(), 0.0);
+  EXPECT_TRUE(lines[0].contains("reward"));
+  EXPECT_FALSE(lines[1].contains("reward")) << "no generation in the second pass";
+}
+
+TEST(TrainFeatures, StepsPerGenerationSpreadsABatchOverOptimizerSteps) {
+  std::string dir = setup("train_spg");
+  // 8 completions per generation batch, 2 per micro-batch, GA 2: 2 steps per batch.
+  CommandResult r = run_host(base_flags(dir) + "--steps_per_generation 4 --max_steps 2 --log_completions true");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(read_jsonl(dir + "/out/logging.jsonl").size(), 2u);
+  EXPECT_EQ(read_jsonl(dir + "/out/completions.jsonl").size(), 8u) << "one generation batch of 2 prompts x 4";
+}
+
+TEST(TrainFeatures, DynamicSampleResamplesGroupsWithoutVarianceAndSaysSo) {
+  std::string dir = setup("train_dynamic");
+  // `format` gives an untrained model 0 on every completion: no group varies.
+  std::string flags = base_flags(dir);
+  flags.replace(flags.find("--reward_funcs repetition"), 25, "--reward_funcs format");
+  CommandResult r = run_host(flags + "--dynamic_sample true --max_resample_times 2 --max_steps 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("still have equal rewards after 2 resamples"), std::string::npos) << r.output;
+  auto lines = read_jsonl(dir + "/out/logging.jsonl");
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["dynamic_sample/resample_count"], 2.0);
+  EXPECT_EQ(lines[0]["frac_reward_zero_std"], 1.0);
+}
+
+TEST(TrainFeatures, DynamicSampleStopsAsSoonAsTheBatchIsFull) {
+  std::string dir = setup("train_dynamic_full");
+  // repetition over tokens varies within nearly every group of random text.
+  CommandResult r = run_host(base_flags(dir) + "--dynamic_sample true --max_steps 2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const auto& l : read_jsonl(dir + "/out/logging.jsonl")) EXPECT_EQ(l["dynamic_sample/resample_count"], 0.0);
+}
+
+TEST(TrainFeatures, EvaluatesTheHeldOutSplitEveryEvalSteps) {
+  std::string dir = setup("train_eval");
+  CommandResult r = run_host(base_flags(dir) + "--split_dataset_ratio 0.25 --eval_steps 2 --max_steps 4 "
+                             "--per_device_eval_batch_size 4");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("2 validation rows"), std::string::npos) << r.output;
+  std::vector<int> eval_steps;
+  for (const auto& l : read_jsonl(dir + "/out/logging.jsonl")) {
+    if (!l.contains("eval_reward")) continue;
+    eval_steps.push_back(l["global_step"].get<int>());
+    for (const char* key : {"eval_reward_std", "eval_rewards/repetition/mean", "eval_completions/mean_length",
+                            "eval_frac_reward_zero_std", "eval_runtime"})
+      EXPECT_TRUE(l.contains(key)) << key;
+    EXPECT_FALSE(l.contains("loss")) << "evaluation trains nothing";
+  }
+  EXPECT_EQ(eval_steps, (std::vector<int>{2, 4}));
+}
+
+TEST(TrainFeatures, BadRowsStopTheRunUnlessSkippingIsAskedFor) {
+  std::string dir = setup("train_bad_rows", "{\"problem\": \"9+1=?\"\n{\"solution\": \"no prompt\"}\n");
+  CommandResult r = run_host(base_flags(dir) + "--max_steps 1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("rows.jsonl:9"), std::string::npos) << r.output;
+  r = run_host(base_flags(dir) + "--max_steps 1 --skip_bad_rows true");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("skipped 2 unusable dataset rows"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rows.jsonl:9"), std::string::npos) << "the first skipped row is named";
+}
