@@ -1,0 +1,84 @@
+// Where a GRPO step's time goes on the quickstart's model and settings:
+// generate, reward, logprob, backward, optimizer, weight sync, and
+// everything else (the step's own bookkeeping), each as a fraction of the
+// measured step time, from one run of `grpo-host train`.
+//   bench_step [--model DIR] [--steps 6] [--threads 2]
+// Without --model a fresh `small` preset model is created (untrained, so its
+// completions run to max_completion_length: a generation-heavy step).
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <unistd.h>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+int run(const std::string& cmd) {
+  std::printf("$ %s\n", cmd.c_str());
+  std::fflush(stdout);
+  return std::system((cmd + " > /dev/null 2>&1").c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string model;
+  int steps = 6, threads = 2;
+  for (int i = 1; i + 1 < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--model") model = argv[++i];
+    else if (a == "--steps") steps = std::atoi(argv[++i]);
+    else if (a == "--threads") threads = std::atoi(argv[++i]);
+  }
+  const fs::path work = fs::temp_directory_path() / ("grpo_bench_step_" + std::to_string(getpid()));
+  fs::create_directories(work);
+  const std::string host = GRPO_HOST_EXE;
+  if (model.empty()) {
+    model = (work / "model").string();
+    if (run(host + " init-model --arch qwen2 --preset small --out " + model + " --seed 1") != 0) return 1;
+  }
+  const std::string config = std::string(GRPO_SOURCE_DIR) + "/configs/quickstart/grpo.yaml";
+  const std::string out = (work / "run").string();
+  // The quickstart's GRPO settings; one log line per step, nothing else written.
+  if (run(host + " train --config " + config + " --model " + model + " --dataset " + GRPO_SOURCE_DIR +
+          "/configs/quickstart/train.jsonl --max_steps " + std::to_string(steps) +
+          " --logging_steps 1 --save_steps 100000 --log_completions false --report_to none --num_threads " +
+          std::to_string(threads) + " --output_dir " + out) != 0) {
+    std::fprintf(stderr, "grpo-host train failed; rerun the command above to see why\n");
+    return 1;
+  }
+  std::map<std::string, double> sums;
+  std::ifstream log(out + "/logging.jsonl");
+  int n = 0;
+  for (std::string line; std::getline(log, line);) {
+    nlohmann::json j = nlohmann::json::parse(line);
+    if (n++ == 0) continue;  // the first step pays one-time costs (thread pools, first allocations)
+    for (const char* k : {"step_time", "time/generate", "time/reward", "time/logprob", "time/backward",
+                          "time/optimizer", "time/weight_sync", "num_tokens"})
+      sums[k] += j.value(k, 0.0);
+  }
+  if (n < 2) {
+    std::fprintf(stderr, "need at least 2 steps\n");
+    return 1;
+  }
+  const double step = sums["step_time"];
+  double parts = 0;
+  std::printf("\nGRPO step breakdown, quickstart settings, %d steps after the first, %d threads\n", n - 1, threads);
+  std::printf("%-18s %10s %10s\n", "phase", "s/step", "fraction");
+  for (const char* k : {"time/generate", "time/reward", "time/logprob", "time/backward", "time/optimizer",
+                        "time/weight_sync"}) {
+    parts += sums[k];
+    std::printf("%-18s %10.4f %10.3f\n", k, sums[k] / (n - 1), sums[k] / step);
+  }
+  std::printf("%-18s %10.3f %10.3f\n", "everything else", (step - parts) / (n - 1), (step - parts) / step);
+  std::printf("%-18s %10.3f %10s   (%.0f completion tokens/s)\n", "step", step / (n - 1), "1.000",
+              sums["num_tokens"] / step);
+  fs::remove_all(work);
+  return 0;
+}
