@@ -8,4 +8,5 @@ if command -v ninja >/dev/null 2>&1; then GEN=(-G Ninja); fi
 if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
   cmake -S . -B "$BUILD_DIR" "${GEN[@]}" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" "$@"
 fi
-cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}"
+# TARGETS (e.g. grpo_runtime) limits the build to those targets.
+cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}" ${TARGETS:+--target $TARGETS}

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-bash scripts/build.sh
+TARGETS=grpo_runtime bash scripts/build.sh  # the trainer and its plugins; tests and benchmarks are not needed here
 HOST=./build/bin/grpo-host
 OUT=output/quickstart
 rm -rf "$OUT"

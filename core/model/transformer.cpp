@@ -4,6 +4,7 @@
 #include <limits>
 #include <tuple>
 
+#include "model/activation_checkpoint.h"
 #include "model/rope.h"
 #include "model/torch_compat.h"
 
@@ -138,8 +139,16 @@ at::Tensor CausalLMImpl::hidden_states(const at::Tensor& input_ids, const at::Te
   at::Tensor x = model->embed_tokens(input_ids);  // [B, T, H]
   auto [cos, sin] = rope_cos_sin(inv_freq_, positions, x.scalar_type());
   at::Tensor additive = causal_padding_mask(key_mask, T, x.scalar_type());
-  for (size_t i = 0; i < model->layers->size(); ++i)
-    x = model->layers[i]->as<DecoderLayerImpl>()->forward(x, cos, sin, additive, cache, i);
+  const bool recompute = gradient_checkpointing_ && !cache && at::GradMode::is_enabled();
+  for (size_t i = 0; i < model->layers->size(); ++i) {
+    auto layer = model->layers->ptr<DecoderLayerImpl>(i);
+    if (recompute)
+      x = checkpointed([layer, c = cos, s = sin, additive, i](const at::Tensor& h) {
+        return layer->forward(h, c, s, additive, nullptr, i);
+      }, x);
+    else
+      x = layer->forward(x, cos, sin, additive, cache, i);
+  }
   if (cache) cache->key_mask = key_mask;
   return model->norm(x);
 }

@@ -93,6 +93,10 @@ class CausalLMImpl : public torch::nn::Module {
   // An empty cache for this model.
   KvCache new_cache() const;
 
+  // Training forwards (grad on, no cache) keep only each layer's input and
+  // recompute the layer in backward.
+  void set_gradient_checkpointing(bool on) { gradient_checkpointing_ = on; }
+
   const ModelConfig& config() const { return config_; }
 
   Decoder model{nullptr};
@@ -101,6 +105,7 @@ class CausalLMImpl : public torch::nn::Module {
  private:
   ModelConfig config_;
   at::Tensor inv_freq_;  // [head_dim / 2], a buffer
+  bool gradient_checkpointing_ = false;
 };
 TORCH_MODULE(CausalLM);
 

@@ -94,6 +94,7 @@ GrpoTrainer::GrpoTrainer(const config::Config& cfg)
   const std::string resume = cfg.get_string("resume_from_checkpoint");
   policy_ = model::load_model(resume.empty() ? model_dir_ : resume, dtype);
   policy_->train();
+  policy_->set_gradient_checkpointing(cfg.get_bool("gradient_checkpointing"));
   if (cfg.get_double("beta") != 0.0) {  // a frozen copy of the initial policy
     reference_ = model::load_model(cfg.get_string("ref_model").empty() ? model_dir_ : cfg.get_string("ref_model"), dtype);
     for (auto& p : reference_->parameters()) p.set_requires_grad(false);

@@ -73,6 +73,7 @@ void run_sft(const config::Config& cfg) {
 
   model::CausalLM policy = model::load_model(model_dir);
   policy->train();
+  policy->set_gradient_checkpointing(cfg.get_bool("gradient_checkpointing"));
   auto optimizer = make_adamw(cfg, *policy);
   const int64_t micro = cfg.get_int("per_device_train_batch_size"), ga = cfg.get_int("gradient_accumulation_steps");
   const int64_t per_step = micro * ga;

@@ -45,10 +45,6 @@ void check_trainer_support(const config::Config& cfg) {
   for (const config::FlagSpec& flag : config::flag_table())
     if (flag.availability == config::Availability::Available && cfg.is_set(flag.name) && !kUsed.count(flag.name))
       spdlog::warn("--{} is accepted but has no effect in this trainer yet", flag.name);
-  // Defaults that ms-swift turns on: said out loud rather than refused.
-  if (cfg.get_bool("gradient_checkpointing"))
-    spdlog::warn("gradient_checkpointing: not built yet, activations are kept (use --gradient_checkpointing false "
-                 "to silence this)");
   if (!problems.empty()) {
     std::string msg = "this configuration asks for what the trainer does not do yet:";
     for (const auto& p : problems) msg += "\n  - " + p;

@@ -61,3 +61,37 @@ TEST(ChunkedLogprobs, CompletionLogprobsMatchTransformersOnTinyQwen2) {
   std::printf("max |logprob - transformers| = %.3g\n", diff);
   EXPECT_LT(diff, 1e-4);
 }
+
+TEST(GradientCheckpointing, SameLossAndGradientsWithLessKeptForBackward) {
+  const std::string dir = GRPO_SHARED_DATA_DIR "/tiny-qwen2";
+  at::Tensor ids = torch::randint(0, 100, {2, 12}, torch::kLong);
+  at::Tensor mask = torch::ones({2, 12}, torch::kLong);
+  mask[1].narrow(0, 0, 3).zero_();  // left padding in the second row
+  auto run = [&](bool checkpointing) {
+    CausalLM model = load_model(dir);
+    model->train();
+    model->set_gradient_checkpointing(checkpointing);
+    TokenLogprobs lp = sequence_logprobs(*model, ids, mask, {1.0, 5, false});
+    lp.logprobs.sum().backward();
+    std::vector<at::Tensor> grads;
+    for (const auto& p : model->parameters()) grads.push_back(p.grad().clone());
+    return std::make_pair(lp.logprobs.detach(), grads);
+  };
+  auto [plain, plain_grads] = run(false);
+  auto [recomputed, recomputed_grads] = run(true);
+  EXPECT_TRUE(torch::equal(plain, recomputed));
+  ASSERT_EQ(plain_grads.size(), recomputed_grads.size());
+  for (size_t i = 0; i < plain_grads.size(); ++i)
+    EXPECT_TRUE(torch::allclose(plain_grads[i], recomputed_grads[i], 1e-5, 1e-6)) << "parameter " << i;
+}
+
+TEST(GradientCheckpointing, FrozenInputsStillGiveTheLayersGradients) {
+  CausalLM model = load_model(GRPO_SHARED_DATA_DIR "/tiny-qwen2");
+  model->set_gradient_checkpointing(true);
+  model->model->embed_tokens->weight.set_requires_grad(false);  // as under LoRA: the input carries no grad
+  at::Tensor hidden = model->hidden_states(torch::randint(0, 100, {1, 6}, torch::kLong));
+  hidden.sum().backward();
+  const at::Tensor& g = model->model->layers->ptr<DecoderLayerImpl>(0)->self_attn->q_proj->weight.grad();
+  ASSERT_TRUE(g.defined());
+  EXPECT_GT(g.abs().sum().item<double>(), 0.0);
+}
