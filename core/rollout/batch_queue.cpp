@@ -4,6 +4,8 @@
 
 #include <stdexcept>
 
+#include "model/threads.h"
+
 namespace grpo::rollout {
 
 namespace {
@@ -16,8 +18,8 @@ bool same_params(const model::SamplingParams& a, const model::SamplingParams& b)
 
 }  // namespace
 
-BatchQueue::BatchQueue(model::Engine& engine, std::chrono::microseconds batch_wait)
-    : engine_(engine), batch_wait_(batch_wait), thread_([this] { loop(); }) {}
+BatchQueue::BatchQueue(model::Engine& engine, std::chrono::microseconds batch_wait, int num_threads)
+    : engine_(engine), batch_wait_(batch_wait), num_threads_(num_threads), thread_([this] { loop(); }) {}
 
 BatchQueue::~BatchQueue() { stop(); }
 
@@ -54,6 +56,7 @@ BatchStats BatchQueue::stats() const {
 }
 
 void BatchQueue::loop() {
+  model::configure_cpu_threads(num_threads_);
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     wake_.wait(lock, [this] { return stopping_ || !pending_.empty(); });

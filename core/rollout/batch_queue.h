@@ -28,8 +28,10 @@ struct BatchStats {
 class BatchQueue {
  public:
   // batch_wait: how long the engine thread lingers after the first pending
-  // job so that calls arriving together share a batch.
-  BatchQueue(model::Engine& engine, std::chrono::microseconds batch_wait);
+  // job so that calls arriving together share a batch. num_threads: the
+  // engine thread's torch threads (OpenMP's count is per calling thread, so
+  // it is set again there; <= 0: every core).
+  BatchQueue(model::Engine& engine, std::chrono::microseconds batch_wait, int num_threads);
   ~BatchQueue();  // stops the engine thread; waiting callers get an error
   BatchQueue(const BatchQueue&) = delete;
   BatchQueue& operator=(const BatchQueue&) = delete;
@@ -55,6 +57,7 @@ class BatchQueue {
 
   model::Engine& engine_;
   std::chrono::microseconds batch_wait_;
+  int num_threads_;
   mutable std::mutex mutex_;  // guards pending_, stopping_, stats_
   std::condition_variable wake_;
   std::vector<Pending*> pending_;

@@ -65,7 +65,7 @@ RolloutServer::RolloutServer(ServerOptions options) : options_(std::move(options
   prompt_context_.max_prompt_tokens =
       options_.max_prompt_tokens > 0 ? options_.max_prompt_tokens : config.max_position_embeddings;
 
-  queue_ = std::make_unique<BatchQueue>(*engine_, options_.batch_wait);
+  queue_ = std::make_unique<BatchQueue>(*engine_, options_.batch_wait, options_.num_threads);
   receiver_ = std::make_unique<WeightReceiver>(
       [this](const std::vector<TensorSpec>& specs, const std::vector<at::Tensor>& tensors) {
         apply_weights(specs, tensors);
