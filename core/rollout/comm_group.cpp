@@ -4,6 +4,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <algorithm>
 #include <functional>
 #include <numeric>
 
@@ -55,6 +56,12 @@ at::Tensor as_bytes(const at::Tensor& t) { return t.reshape({-1}).view(at::kByte
 // only be reinterpreted as a wider dtype at an offset aligned to it.
 constexpr int64_t kBucketAlign = 8;
 int64_t aligned(int64_t n) { return (n + kBucketAlign - 1) / kBucketAlign * kBucketAlign; }
+
+// c10d's message without the C++ backtrace that follows its first line.
+std::string cause(const std::exception& e) {
+  std::string text = e.what();
+  return text.substr(0, std::min(text.find('\n'), size_t{300}));
+}
 
 bool is_loopback(const std::string& host) { return host == "localhost" || host.rfind("127.", 0) == 0; }
 
@@ -120,7 +127,7 @@ std::unique_ptr<CommGroup> CommGroup::create(const std::string& host, int port, 
         "{} at {}:{} failed within {:.1f} s: {}", server ? "host the TCPStore" : "connect to the TCPStore", host, port,
         timeout_s,
         server ? std::string("is the port free?") : std::string("did the server get POST /init_communicator/?")) +
-        fmt::format(" ({})", e.what()));
+        fmt::format(" ({})", cause(e)));
   }
   try {
     auto options = c10d::ProcessGroupGloo::Options::create(timeout);
@@ -134,7 +141,7 @@ std::unique_ptr<CommGroup> CommGroup::create(const std::string& host, int port, 
         "join the Gloo group (rank {} of {}) at {}:{} failed within {:.1f} s: {} rank(s) did not join; {}", rank,
         world_size, host, port, timeout_s, server ? "the trainer's" : "the server's",
         server ? "the trainer must connect after POST /init_communicator/" : "check the server's log") +
-        fmt::format(" ({})", std::string(e.what()).substr(0, 300)));
+        fmt::format(" ({})", cause(e)));
   }
   return std::unique_ptr<CommGroup>(new CommGroup(std::move(impl), rank, world_size, timeout));
 }
@@ -150,7 +157,7 @@ void CommGroup::broadcast(at::Tensor& tensor, const std::string& what) {
     throw TransferError(fmt::format("broadcast of {} ({} bytes) from rank {} failed or timed out after {:.1f} s: {}",
                                     what, tensors[0].numel(), source_rank(),
                                     static_cast<double>(timeout_.count()) / 1000.0,
-                                    std::string(e.what()).substr(0, 300)));
+                                    cause(e)));
   }
 }
 
@@ -162,7 +169,7 @@ void CommGroup::barrier(const std::string& what) {
   } catch (const std::exception& e) {
     throw TransferError(fmt::format("barrier after {} failed or timed out after {:.1f} s: {}", what,
                                     static_cast<double>(timeout_.count()) / 1000.0,
-                                    std::string(e.what()).substr(0, 300)));
+                                    cause(e)));
   }
 }
 

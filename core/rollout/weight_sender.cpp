@@ -70,8 +70,7 @@ void WeightSender::connect(const std::string& group_host, int group_port, std::c
 void WeightSender::send(const std::string& name, const at::Tensor& tensor) {
   if (!group_) throw TransferError(fmt::format("send '{}': not connected; call connect() first", name));
   post("/update_named_param/", spec_json(name, tensor), fmt::format("send '{}'", name));
-  at::Tensor buffer = tensor.detach().to(at::kCPU).contiguous();
-  if (buffer.is_same(tensor)) buffer = buffer.clone();  // the broadcast writes into its buffer on every rank
+  at::Tensor buffer = tensor.detach().to(at::kCPU).contiguous();  // the source rank only reads it
   const std::string what = fmt::format("'{}'", name);
   group_->broadcast(buffer, what);
   group_->barrier(what);

@@ -10,6 +10,7 @@
 #include "model/weights.h"
 #include "rollout/rollout_process.h"
 #include "rollout/weight_sender.h"
+#include "tokenizer/tokenizer.h"
 
 using grpo::rollout::NamedTensors;
 using grpo::rollout::TransferError;
@@ -25,11 +26,13 @@ constexpr int kMaxTokens = 12;
 
 json greedy_body() { return json{{"prompts", {kPrompt}}, {"temperature", 0.0}, {"max_tokens", kMaxTokens}}; }
 
+// Greedy as the server runs it: stopping at the tokenizer's eos.
 std::vector<int32_t> greedy(model::Engine& engine) {
+  static const int32_t eos = *grpo::tok::Tokenizer::from_dir(grpo::testing::tiny_model_dir()).eos_id();
   model::SamplingParams params;
   params.top_k = 1;
   params.max_new_tokens = kMaxTokens;
-  return engine.generate({{kPrompt, 1, 0, {}}}, params)[0].ids;
+  return engine.generate({{kPrompt, 1, 0, {eos}}}, params)[0].ids;
 }
 
 // The model's parameters perturbed with seeded noise, optionally rounded
