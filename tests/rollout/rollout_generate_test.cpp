@@ -49,7 +49,9 @@ class RolloutGenerate : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     ref_ = new Reference();
-    server_ = new RolloutProcess(grpo::testing::tiny_model_dir());
+    // A wider gathering window than the default 2 ms, so that the batching
+    // check holds on a loaded machine where client threads start slowly.
+    server_ = new RolloutProcess(grpo::testing::tiny_model_dir(), {"--batch_wait_ms", "20"});
   }
   static void TearDownTestSuite() {
     delete server_;
