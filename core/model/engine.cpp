@@ -90,12 +90,22 @@ std::vector<Completion> Engine::generate(const std::vector<GenerateRequest>& req
     at::Tensor tokens_cpu = s.tokens.to(at::kCPU).contiguous(), logp_cpu = s.logprobs.to(at::kCPU).contiguous();
     const int64_t* token_data = tokens_cpu.data_ptr<int64_t>();
     const float* logp_data = logp_cpu.data_ptr<float>();
+    at::Tensor top_ids_cpu, top_logp_cpu;
+    if (params.top_logprobs > 0) {
+      top_ids_cpu = s.top_ids.to(at::kCPU).to(at::kInt).contiguous();
+      top_logp_cpu = s.top_logprobs.to(at::kCPU).contiguous();
+    }
     std::vector<int64_t> keep;
     for (size_t b = 0; b < active.size(); ++b) {
       Completion& c = out[active[b]];
       const auto token = static_cast<int32_t>(token_data[b]);
       c.ids.push_back(token);
       c.logprobs.push_back(logp_data[b]);
+      if (top_ids_cpu.defined()) {
+        const int64_t k = top_ids_cpu.size(1), row = static_cast<int64_t>(b) * k;
+        c.top_ids.emplace_back(top_ids_cpu.data_ptr<int32_t>() + row, top_ids_cpu.data_ptr<int32_t>() + row + k);
+        c.top_logprobs.emplace_back(top_logp_cpu.data_ptr<float>() + row, top_logp_cpu.data_ptr<float>() + row + k);
+      }
       const auto& stops = requests[c.request].stop_ids;
       bool stopped = std::find(stops.begin(), stops.end(), token) != stops.end();
       if (!stopped && !params.stop_strings.empty())

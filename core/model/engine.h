@@ -31,6 +31,10 @@ struct Completion {
   std::vector<int32_t> ids;      // generated ids
   std::vector<float> logprobs;   // per id, under softmax(logits / temperature)
   FinishReason finish = FinishReason::Length;
+  // Per id, the params.top_logprobs most likely tokens and their logprobs
+  // (empty when top_logprobs is 0): what a server's `logprobs: N` returns.
+  std::vector<std::vector<int32_t>> top_ids;
+  std::vector<std::vector<float>> top_logprobs;
 };
 
 class Engine {

@@ -71,6 +71,11 @@ Sampled sample_next(const at::Tensor& logits_in, const at::Tensor& seen, const S
   }
   out.tokens = at::tensor(tokens, at::kLong).to(logits.device());
   out.logprobs = logp.gather(1, out.tokens.unsqueeze(1)).squeeze(1);
+  if (params.top_logprobs > 0) {
+    auto [values, ids] = logp.topk(std::min(params.top_logprobs, V), -1);
+    out.top_logprobs = values;
+    out.top_ids = ids;
+  }
   return out;
 }
 

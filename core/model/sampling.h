@@ -17,6 +17,7 @@ struct SamplingParams {
   double min_p = 0.0;               // 0 = off
   double repetition_penalty = 1.0;  // 1 = off (as in transformers: divide positive logits, multiply negative)
   int64_t max_new_tokens = 16;
+  int64_t top_logprobs = 0;         // > 0: also report the most likely tokens at each step (for servers)
   std::vector<std::string> stop_strings;
 };
 
@@ -27,6 +28,8 @@ uint64_t sequence_seed(uint64_t seed, uint64_t index);
 struct Sampled {
   at::Tensor tokens;    // [B] int64
   at::Tensor logprobs;  // [B] float32: log p(token) under softmax(logits / temperature)
+  at::Tensor top_ids;       // [B, k] int64, most likely first; only when params.top_logprobs > 0
+  at::Tensor top_logprobs;  // [B, k] float32, the same distribution as logprobs
 };
 
 // logits: [B, V]; seen: [B, V] bool of tokens already in each sequence (for

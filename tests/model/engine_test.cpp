@@ -99,3 +99,27 @@ TEST(Engine, StopStringsEndGenerationWhereTheTextFirstContainsThem) {
   EXPECT_EQ(stopped.ids.size(), expected_len);
   EXPECT_TRUE(std::equal(stopped.ids.begin(), stopped.ids.end(), free_run.ids.begin()));
 }
+
+TEST(Engine, TopLogprobsListTheMostLikelyTokensFirst) {
+  SamplingParams p = params(6, 0.9);
+  p.top_logprobs = 4;
+  auto sampled = engine().generate({{kPrompt, 2, 11, {}}}, p);
+  SamplingParams greedy = params(6, 0.9, 1);
+  greedy.top_logprobs = 4;
+  auto argmax = engine().generate({{kPrompt, 1, 11, {}}}, greedy);
+  for (const auto& c : sampled) {
+    ASSERT_EQ(c.top_ids.size(), c.ids.size());
+    for (size_t t = 0; t < c.ids.size(); ++t) {
+      ASSERT_EQ(c.top_ids[t].size(), 4u);
+      for (size_t k = 1; k < 4; ++k) EXPECT_GE(c.top_logprobs[t][k - 1], c.top_logprobs[t][k]);
+      EXPECT_GE(c.top_logprobs[t][0], c.logprobs[t]);  // nothing beats the most likely token
+    }
+  }
+  // Greedy picks the first listed token, with the same logprob.
+  for (size_t t = 0; t < argmax[0].ids.size(); ++t) {
+    EXPECT_EQ(argmax[0].top_ids[t][0], argmax[0].ids[t]);
+    EXPECT_FLOAT_EQ(argmax[0].top_logprobs[t][0], argmax[0].logprobs[t]);
+  }
+  // Off by default: nothing extra is collected.
+  EXPECT_TRUE(engine().generate({{kPrompt, 1, 11, {}}}, params(3))[0].top_ids.empty());
+}

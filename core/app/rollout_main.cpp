@@ -1,0 +1,153 @@
+// grpo-rollout: the rollout server (counterpart of `trl vllm-serve` and
+// `swift rollout`). SIGTERM and SIGINT stop it cleanly with exit status 0.
+#include <pthread.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include <fmt/format.h>
+#include <grpo/version.h>
+#include <spdlog/spdlog.h>
+
+#include "rollout/comm_group.h"
+#include "rollout/rollout_server.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: grpo-rollout --model DIR [options]
+
+Serves a model over HTTP with the rollout protocol of `trl vllm-serve` and `swift rollout`
+(/generate/, /chat/, /infer/, weight updates); see docs/rollout.md.
+
+  --model DIR              Hugging Face model directory (config.json, safetensors, tokenizer.json)
+  --host ADDR              address to listen on (default 127.0.0.1; weights can be replaced by any client)
+  --port N                 port (default 8000; 0 = any free port, printed at startup)
+  --api_key KEY            require 'Authorization: Bearer KEY' on every endpoint
+  --max_body_bytes N       largest request body (default 67108864); larger ones get 413
+  --max_prompt_tokens N    longest prompt (default: the model's max_position_embeddings); longer ones get 422
+  --torch_dtype T          float32 (default) or bfloat16
+  --num_threads N          CPU threads for the engine (default: every core)
+  --comm_timeout_s S       timeout of each weight-transfer step (default 300)
+  --batch_wait_ms MS       how long to gather concurrent requests into one batch (default 2)
+  --help, --version
+)";
+
+using Flags = std::map<std::string, std::string>;
+
+Flags parse_flags(int argc, char** argv) {
+  static const char* kKnown[] = {"model", "host", "port", "api_key", "max_body_bytes", "max_prompt_tokens",
+                                 "torch_dtype", "num_threads", "comm_timeout_s", "batch_wait_ms"};
+  Flags flags;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h" || arg == "--version") {
+      flags[arg] = "";
+      continue;
+    }
+    if (arg.rfind("--", 0) != 0) throw std::invalid_argument(fmt::format("unexpected argument '{}'", arg));
+    std::string name = arg.substr(2), value;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name.resize(eq);
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      throw std::invalid_argument(fmt::format("--{} needs a value", name));
+    }
+    if (std::none_of(std::begin(kKnown), std::end(kKnown), [&](const char* k) { return name == k; }))
+      throw std::invalid_argument(fmt::format("unknown flag --{} (see grpo-rollout --help)", name));
+    flags[name] = value;
+  }
+  return flags;
+}
+
+int64_t int_flag(const Flags& flags, const std::string& name, int64_t fallback, int64_t min) {
+  auto it = flags.find(name);
+  if (it == flags.end()) return fallback;
+  try {
+    size_t used = 0;
+    int64_t v = std::stoll(it->second, &used);
+    if (used == it->second.size() && v >= min) return v;
+  } catch (const std::exception&) {
+  }
+  throw std::invalid_argument(fmt::format("--{} must be an integer >= {}, got '{}'", name, min, it->second));
+}
+
+grpo::rollout::ServerOptions server_options(const Flags& flags) {
+  grpo::rollout::ServerOptions o;
+  auto get = [&](const std::string& name, const std::string& fallback) {
+    auto it = flags.find(name);
+    return it == flags.end() ? fallback : it->second;
+  };
+  o.model_dir = get("model", "");
+  if (o.model_dir.empty()) throw std::invalid_argument("--model DIR is required (a Hugging Face model directory)");
+  o.host = get("host", o.host);
+  o.port = static_cast<int>(int_flag(flags, "port", o.port, 0));
+  if (o.port > 65535) throw std::invalid_argument("--port must be in 0..65535");
+  o.api_key = get("api_key", "");
+  o.max_body_bytes = static_cast<size_t>(int_flag(flags, "max_body_bytes", static_cast<int64_t>(o.max_body_bytes), 1));
+  o.max_prompt_tokens = int_flag(flags, "max_prompt_tokens", 0, 1);
+  const std::string dtype = get("torch_dtype", "float32");
+  if (dtype != "float32" && dtype != "bfloat16")
+    throw std::invalid_argument(fmt::format("--torch_dtype must be float32 or bfloat16, got '{}'", dtype));
+  o.dtype = dtype == "bfloat16" ? at::kBFloat16 : at::kFloat;
+  o.num_threads = static_cast<int>(int_flag(flags, "num_threads", 0, 0));
+  o.comm_timeout = std::chrono::seconds(int_flag(flags, "comm_timeout_s", 300, 1));
+  o.batch_wait = std::chrono::milliseconds(int_flag(flags, "batch_wait_ms", 2, 0));
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Block the stop signals in every thread (threads inherit the mask), so
+  // one thread below receives them with sigwait and stops the server in order.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  grpo::rollout::ServerOptions options;
+  try {
+    Flags flags = parse_flags(argc, argv);
+    if (flags.count("--help") || flags.count("-h")) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (flags.count("--version")) {
+      std::printf("grpo-rollout %d.%d.%d\n", GRPO_SDK_VERSION_MAJOR, GRPO_SDK_VERSION_MINOR, GRPO_SDK_VERSION_PATCH);
+      return 0;
+    }
+    options = server_options(flags);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "grpo-rollout: %s\n", e.what());
+    return 2;
+  }
+  try {
+    grpo::rollout::RolloutServer server(options);
+    const int port = server.bind();
+    std::printf("grpo-rollout listening on http://%s:%d/\n", options.host.c_str(), port);
+    std::fflush(stdout);
+    std::thread watcher([&] {
+      int received = 0;
+      sigwait(&stop_signals, &received);
+      spdlog::info("grpo-rollout: signal {} received, stopping", received);
+      server.stop();
+    });
+    server.serve();
+    // serve() returns after stop(); a return for another reason must still release the watcher.
+    pthread_kill(watcher.native_handle(), SIGTERM);
+    watcher.join();
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "grpo-rollout: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,176 @@
+#include "rollout/comm_group.h"
+
+#include <fmt/format.h>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+
+namespace grpo::rollout {
+
+int64_t TensorSpec::nbytes() const {
+  int64_t numel = std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
+  return numel * static_cast<int64_t>(c10::elementSize(dtype));
+}
+
+at::ScalarType dtype_from_name(const std::string& name) {
+  const std::string base = name.substr(name.rfind('.') == std::string::npos ? 0 : name.rfind('.') + 1);
+  if (base == "float32" || base == "float") return at::kFloat;
+  if (base == "bfloat16") return at::kBFloat16;
+  if (base == "float16" || base == "half") return at::kHalf;
+  if (base == "float64" || base == "double") return at::kDouble;
+  if (base == "int64" || base == "long") return at::kLong;
+  if (base == "int32" || base == "int") return at::kInt;
+  if (base == "uint8") return at::kByte;
+  if (base == "int8") return at::kChar;
+  if (base == "bool") return at::kBool;
+  throw std::invalid_argument(fmt::format(
+      "unknown dtype '{}'; expected torch.float32, torch.bfloat16, torch.float16, torch.float64, torch.int64, "
+      "torch.int32, torch.int8, torch.uint8 or torch.bool", name));
+}
+
+std::string dtype_to_name(at::ScalarType type) {
+  switch (type) {
+    case at::kFloat: return "torch.float32";
+    case at::kBFloat16: return "torch.bfloat16";
+    case at::kHalf: return "torch.float16";
+    case at::kDouble: return "torch.float64";
+    case at::kLong: return "torch.int64";
+    case at::kInt: return "torch.int32";
+    case at::kByte: return "torch.uint8";
+    case at::kChar: return "torch.int8";
+    case at::kBool: return "torch.bool";
+    default: throw std::invalid_argument(fmt::format("dtype {} has no protocol name", c10::toString(type)));
+  }
+}
+
+namespace {
+
+// A tensor's memory as bytes: Gloo moves bytes whatever the dtype, so one
+// code path serves every dtype and a bucket of mixed dtypes alike.
+at::Tensor as_bytes(const at::Tensor& t) { return t.reshape({-1}).view(at::kByte); }
+
+// Each tensor of a bucket starts at a multiple of 8 bytes: a byte view can
+// only be reinterpreted as a wider dtype at an offset aligned to it.
+constexpr int64_t kBucketAlign = 8;
+int64_t aligned(int64_t n) { return (n + kBucketAlign - 1) / kBucketAlign * kBucketAlign; }
+
+// c10d's message without the C++ backtrace that follows its first line.
+std::string cause(const std::exception& e) {
+  std::string text = e.what();
+  return text.substr(0, std::min(text.find('\n'), size_t{300}));
+}
+
+bool is_loopback(const std::string& host) { return host == "localhost" || host.rfind("127.", 0) == 0; }
+
+}  // namespace
+
+int64_t bucket_bytes(const std::vector<TensorSpec>& specs) {
+  int64_t total = 0;
+  for (const auto& s : specs) total += aligned(s.nbytes());
+  return total;
+}
+
+at::Tensor pack_bucket(const std::vector<at::Tensor>& tensors) {
+  std::vector<at::Tensor> bytes;
+  for (const auto& t : tensors) {
+    bytes.push_back(as_bytes(t.to(at::kCPU).contiguous()));
+    const int64_t pad = aligned(bytes.back().numel()) - bytes.back().numel();
+    if (pad > 0) bytes.push_back(at::zeros({pad}, at::kByte));
+  }
+  return bytes.empty() ? at::empty({0}, at::kByte) : at::cat(bytes);
+}
+
+std::vector<at::Tensor> unpack_bucket(const at::Tensor& flat, const std::vector<TensorSpec>& specs) {
+  std::vector<at::Tensor> out;
+  int64_t offset = 0;
+  for (const auto& s : specs) {
+    const int64_t n = s.nbytes();
+    if (offset + n > flat.numel())
+      throw TransferError(fmt::format("bucket of {} bytes is too short for '{}'", flat.numel(), s.name));
+    out.push_back(flat.narrow(0, offset, n).view(s.dtype).view(s.shape));
+    offset += aligned(n);
+  }
+  return out;
+}
+
+struct CommGroup::Impl {
+  c10::intrusive_ptr<c10d::TCPStore> store;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
+};
+
+CommGroup::CommGroup(std::unique_ptr<Impl> impl, int rank, int world_size, std::chrono::milliseconds timeout)
+    : impl_(std::move(impl)), rank_(rank), world_size_(world_size), timeout_(timeout) {}
+
+CommGroup::~CommGroup() = default;
+
+std::unique_ptr<CommGroup> CommGroup::create(const std::string& host, int port, int rank, int world_size,
+                                             std::chrono::milliseconds timeout) {
+  if (world_size < 2) throw TransferError(fmt::format("world_size must be >= 2 (workers + trainer), got {}", world_size));
+  if (rank < 0 || rank >= world_size) throw TransferError(fmt::format("rank {} outside 0..{}", rank, world_size - 1));
+  if (port <= 0 || port > 65535) throw TransferError(fmt::format("port {} outside 1..65535", port));
+  const double timeout_s = static_cast<double>(timeout.count()) / 1000.0;
+  auto impl = std::make_unique<Impl>();
+  const bool server = rank == 0;
+  try {
+    c10d::TCPStoreOptions opts;
+    opts.port = static_cast<uint16_t>(port);
+    opts.isServer = server;
+    opts.numWorkers = static_cast<size_t>(world_size);
+    opts.waitWorkers = false;  // the group's rendezvous below waits, with the same timeout
+    opts.timeout = timeout;
+    impl->store = c10::make_intrusive<c10d::TCPStore>(host, opts);
+  } catch (const std::exception& e) {
+    throw TransferError(fmt::format(
+        "{} at {}:{} failed within {:.1f} s: {}", server ? "host the TCPStore" : "connect to the TCPStore", host, port,
+        timeout_s,
+        server ? std::string("is the port free?") : std::string("did the server get POST /init_communicator/?")) +
+        fmt::format(" ({})", cause(e)));
+  }
+  try {
+    auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+    // Loopback groups stay on loopback; otherwise the host's own address, which other machines can reach.
+    options->devices.push_back(is_loopback(host) ? c10d::ProcessGroupGloo::createDeviceForHostname(host)
+                                                 : c10d::ProcessGroupGloo::createDefaultDevice());
+    options->threads = 1;
+    impl->group = c10::make_intrusive<c10d::ProcessGroupGloo>(impl->store, rank, world_size, options);
+  } catch (const std::exception& e) {
+    throw TransferError(fmt::format(
+        "join the Gloo group (rank {} of {}) at {}:{} failed within {:.1f} s: {} rank(s) did not join; {}", rank,
+        world_size, host, port, timeout_s, server ? "the trainer's" : "the server's",
+        server ? "the trainer must connect after POST /init_communicator/" : "check the server's log") +
+        fmt::format(" ({})", cause(e)));
+  }
+  return std::unique_ptr<CommGroup>(new CommGroup(std::move(impl), rank, world_size, timeout));
+}
+
+void CommGroup::broadcast(at::Tensor& tensor, const std::string& what) {
+  std::vector<at::Tensor> tensors{as_bytes(tensor)};
+  c10d::BroadcastOptions opts;
+  opts.rootRank = source_rank();
+  opts.timeout = timeout_;
+  try {
+    impl_->group->broadcast(tensors, opts)->wait(timeout_);
+  } catch (const std::exception& e) {
+    throw TransferError(fmt::format("broadcast of {} ({} bytes) from rank {} failed or timed out after {:.1f} s: {}",
+                                    what, tensors[0].numel(), source_rank(),
+                                    static_cast<double>(timeout_.count()) / 1000.0,
+                                    cause(e)));
+  }
+}
+
+void CommGroup::barrier(const std::string& what) {
+  c10d::BarrierOptions opts;
+  opts.timeout = timeout_;
+  try {
+    impl_->group->barrier(opts)->wait(timeout_);
+  } catch (const std::exception& e) {
+    throw TransferError(fmt::format("barrier after {} failed or timed out after {:.1f} s: {}", what,
+                                    static_cast<double>(timeout_.count()) / 1000.0,
+                                    cause(e)));
+  }
+}
+
+}  // namespace grpo::rollout

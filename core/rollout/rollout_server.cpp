@@ -1,0 +1,179 @@
+#include "rollout/rollout_server.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+#include <torch/utils.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "model/engine.h"
+#include "model/threads.h"
+#include "model/weights.h"
+#include "rollout/batch_queue.h"
+#include "rollout/weight_receiver.h"
+#include "tokenizer/chat_prompt.h"
+#include "tokenizer/tokenizer.h"
+
+namespace grpo::rollout {
+
+using nlohmann::json;
+
+namespace {
+
+void reply(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(body.dump(), "application/json");
+}
+
+void reply_error(httplib::Response& res, int status, const std::string& error, const std::string& field = "") {
+  json body{{"error", error}};
+  if (!field.empty()) body["field"] = field;
+  reply(res, status, body);
+}
+
+// The tokens a completion stops at: the tokenizer's eos and config.json's eos_token_id(s).
+std::vector<int32_t> eos_ids(const tok::Tokenizer& tokenizer, const model::ModelConfig& config) {
+  std::vector<int32_t> ids;
+  if (auto eos = tokenizer.eos_id()) ids.push_back(*eos);
+  for (int64_t id : config.eos_token_ids)
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(static_cast<int32_t>(id));
+  return ids;
+}
+
+}  // namespace
+
+RolloutServer::RolloutServer(ServerOptions options) : options_(std::move(options)) {
+  model::configure_cpu_threads(options_.num_threads);
+  model_name_ = std::filesystem::path(options_.model_dir).lexically_normal().filename().string();
+  if (model_name_.empty()) model_name_ = std::filesystem::path(options_.model_dir).parent_path().filename().string();
+  tokenizer_ = std::make_unique<tok::Tokenizer>(tok::Tokenizer::from_dir(options_.model_dir));
+  engine_ = std::make_unique<model::Engine>(model::load_model(options_.model_dir, options_.dtype), tokenizer_.get());
+  for (const auto& item : engine_->model()->named_parameters()) param_shapes_[item.key()] = item.value().sizes().vec();
+
+  const model::ModelConfig& config = engine_->model()->config();
+  prompt_context_.tokenizer = tokenizer_.get();
+  try {
+    prompt_context_.chat_family = tok::chat_family_for(*tokenizer_, "");
+  } catch (const tok::ChatTemplateError& e) {
+    spdlog::warn("/chat/ and /infer/ are off: {}", e.what());
+  }
+  prompt_context_.eos_ids = eos_ids(*tokenizer_, config);
+  prompt_context_.vocab_size = config.vocab_size;
+  prompt_context_.max_position_embeddings = config.max_position_embeddings;
+  prompt_context_.max_prompt_tokens =
+      options_.max_prompt_tokens > 0 ? options_.max_prompt_tokens : config.max_position_embeddings;
+
+  queue_ = std::make_unique<BatchQueue>(*engine_, options_.batch_wait, options_.num_threads);
+  receiver_ = std::make_unique<WeightReceiver>(
+      [this](const std::vector<TensorSpec>& specs, const std::vector<at::Tensor>& tensors) {
+        apply_weights(specs, tensors);
+      },
+      options_.comm_timeout);
+
+  http_ = std::make_unique<httplib::Server>();
+  const int threads = options_.http_threads;
+  http_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  http_->set_payload_max_length(options_.max_body_bytes);
+  const std::string api_key = options_.api_key;
+  http_->set_pre_routing_handler([api_key](const httplib::Request& req, httplib::Response& res) {
+    if (api_key.empty() || req.get_header_value("Authorization") == "Bearer " + api_key)
+      return httplib::Server::HandlerResponse::Unhandled;
+    reply_error(res, 401, "missing or wrong API key: send the header 'Authorization: Bearer <key>' given to --api_key");
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  // Statuses httplib sets itself (404, 413, 400 for a broken request line) get a JSON body too.
+  const size_t max_body = options_.max_body_bytes;
+  http_->set_error_handler(httplib::Server::HandlerWithResponse([max_body](const httplib::Request& req,
+                                                                            httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    if (res.status == 413)
+      reply_error(res, 413, fmt::format("request body over {} bytes; the server's limit is --max_body_bytes", max_body),
+                  "body");
+    else if (res.status == 404)
+      reply_error(res, 404, fmt::format("no endpoint {} {} (paths end with a slash, e.g. /generate/)", req.method,
+                                        req.path));
+    else
+      reply_error(res, res.status, fmt::format("the request was refused with HTTP {}", res.status));
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+  http_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+    reply_error(res, 500, "internal error while handling the request");
+  });
+  add_generation_routes();
+  add_weight_routes();
+}
+
+RolloutServer::~RolloutServer() {
+  stop();
+  receiver_.reset();
+  queue_.reset();
+}
+
+namespace {
+
+// Runs a JSON handler: schema errors -> 422 naming the field, transfer and
+// engine failures -> 500 with their message. Never lets an exception drop
+// the connection.
+void run_handler(const std::function<json(const json&)>& handler, const httplib::Request& req,
+                 httplib::Response& res, bool has_body) {
+  try {
+    json body = json::object();
+    if (has_body && !req.body.empty()) body = json::parse(req.body);
+    reply(res, 200, handler(body));
+  } catch (const json::parse_error& e) {
+    reply_error(res, 422, fmt::format("malformed JSON: {}", e.what()), "body");
+  } catch (const RequestError& e) {
+    reply_error(res, 422, e.what(), e.field());
+  } catch (const json::type_error& e) {
+    reply_error(res, 422, fmt::format("a field has the wrong type: {}", e.what()), "body");
+  } catch (const std::exception& e) {
+    spdlog::error("{} {}: {}", req.method, req.path, e.what());
+    reply_error(res, 500, e.what());
+  }
+}
+
+}  // namespace
+
+void RolloutServer::route_get(const std::string& path, Handler handler) {
+  http_->Get(path, [handler](const httplib::Request& req, httplib::Response& res) {
+    run_handler(handler, req, res, /*has_body=*/false);
+  });
+}
+
+void RolloutServer::route_post(const std::string& path, Handler handler) {
+  http_->Post(path, [handler](const httplib::Request& req, httplib::Response& res) {
+    run_handler(handler, req, res, /*has_body=*/true);
+  });
+}
+
+int RolloutServer::bind() {
+  const int port = options_.port == 0 ? http_->bind_to_any_port(options_.host)
+                                      : (http_->bind_to_port(options_.host, options_.port) ? options_.port : -1);
+  if (port < 0)
+    throw std::runtime_error(fmt::format("cannot listen on {}:{}: is the port in use? Choose another with --port",
+                                         options_.host, options_.port));
+  options_.port = port;
+  return port;
+}
+
+void RolloutServer::serve() {
+  spdlog::info("grpo-rollout: serving {} on http://{}:{}/{}", model_name_, options_.host, options_.port,
+               options_.api_key.empty() ? "" : " (API key required)");
+  http_->listen_after_bind();
+}
+
+void RolloutServer::stop() {
+  if (http_) http_->stop();
+}
+
+void RolloutServer::apply_weights(const std::vector<TensorSpec>& specs, const std::vector<at::Tensor>& tensors) {
+  queue_->exclusive([&](model::Engine& engine) {
+    torch::NoGradGuard no_grad;
+    auto params = engine.model()->named_parameters();
+    for (size_t i = 0; i < specs.size(); ++i) params[specs[i].name].copy_(tensors[i]);  // converts the dtype
+  });
+}
+
+}  // namespace grpo::rollout

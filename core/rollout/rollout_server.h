@@ -1,0 +1,85 @@
+// grpo-rollout's HTTP server: the rollout protocol (docs/rollout.md) over
+// the native engine. Handlers parse and answer; generation goes through the
+// batching queue, weight updates through the receiver.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "rollout/comm_group.h"
+#include "rollout/protocol.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace grpo::tok {
+class Tokenizer;
+}
+
+namespace grpo::rollout {
+
+class BatchQueue;
+class WeightReceiver;
+
+struct ServerOptions {
+  std::string model_dir;
+  std::string host = "127.0.0.1";  // loopback unless told otherwise: /update_named_param/ replaces weights
+  int port = 8000;                 // 0: any free port (see RolloutServer::bind)
+  std::string api_key;             // when set, every endpoint needs Authorization: Bearer <key>
+  size_t max_body_bytes = size_t(64) << 20;
+  int64_t max_prompt_tokens = 0;   // 0: the model's max_position_embeddings
+  at::ScalarType dtype = at::kFloat;
+  int num_threads = 0;             // torch intra-op threads; 0: every core
+  std::chrono::milliseconds comm_timeout{300000};  // each weight-transfer step (TRL's store timeout)
+  std::chrono::microseconds batch_wait{2000};       // see BatchQueue
+  int http_threads = 64;           // keep-alive connections each hold one while open
+};
+
+class RolloutServer {
+ public:
+  // Loads the model and tokenizer. Throws naming the file on a bad model directory.
+  explicit RolloutServer(ServerOptions options);
+  ~RolloutServer();
+  RolloutServer(const RolloutServer&) = delete;
+  RolloutServer& operator=(const RolloutServer&) = delete;
+
+  // Binds host:port; returns the bound port. Throws when it cannot bind.
+  int bind();
+  // Serves until stop(); call bind() first.
+  void serve();
+  // Stops serving: safe from any thread.
+  void stop();
+
+ private:
+  using Handler = std::function<nlohmann::json(const nlohmann::json& body)>;
+  void route_get(const std::string& path, Handler handler);
+  void route_post(const std::string& path, Handler handler);
+  void add_generation_routes();
+  void add_weight_routes();
+  std::vector<TensorSpec> checked_specs(const nlohmann::json& items, bool list);
+  void apply_weights(const std::vector<TensorSpec>& specs, const std::vector<at::Tensor>& tensors);
+
+  ServerOptions options_;
+  std::string model_name_;
+  std::unique_ptr<tok::Tokenizer> tokenizer_;
+  std::unique_ptr<model::Engine> engine_;
+  std::map<std::string, std::vector<int64_t>> param_shapes_;
+  PromptContext prompt_context_;
+  SeedSource seeds_;
+  std::unique_ptr<BatchQueue> queue_;
+  std::unique_ptr<WeightReceiver> receiver_;
+  std::unique_ptr<httplib::Server> http_;
+};
+
+}  // namespace grpo::rollout

@@ -1,0 +1,120 @@
+// The rollout protocol's endpoints (table in docs/rollout.md).
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+
+#include "model/engine.h"
+#include "rollout/batch_queue.h"
+#include "rollout/request_fields.h"
+#include "rollout/rollout_server.h"
+#include "rollout/weight_receiver.h"
+
+namespace grpo::rollout {
+
+using nlohmann::json;
+
+void RolloutServer::add_generation_routes() {
+  route_get("/health/", [this](const json&) {
+    BatchStats s = queue_->stats();
+    // Beyond TRL's {"status": "ok"}: counters that show batching at work.
+    return json{{"status", "ok"},
+                {"requests", s.jobs},
+                {"engine_calls", s.engine_calls},
+                {"sequences", s.sequences},
+                {"tensors_received", receiver_->tensors_received()},
+                {"communicator", receiver_->connected()}};
+  });
+  // One engine worker: the trainer is rank 1 of a group of 2.
+  route_get("/get_world_size/", [](const json&) { return json{{"world_size", 1}}; });
+
+  auto run = [this](const GenerationJob& job) {
+    return job.requests.empty() ? std::vector<model::Completion>{} : queue_->run(job);
+  };
+  route_post("/generate/", [this, run](const json& body) {
+    GenerationJob job = parse_generate(body, prompt_context_, seeds_);
+    return generate_response(job, run(job));
+  });
+  route_post("/chat/", [this, run](const json& body) {
+    GenerationJob job = parse_chat(body, prompt_context_, seeds_);
+    return generate_response(job, run(job));
+  });
+  route_post("/infer/", [this, run](const json& body) {
+    GenerationJob job = parse_infer(body, prompt_context_, seeds_);
+    return infer_response(job, run(job), *tokenizer_, model_name_);
+  });
+}
+
+// {name, dtype, shape} entries checked against the model before the trainer
+// sends any bytes, so a wrong name is a 422 rather than a broken group.
+std::vector<TensorSpec> RolloutServer::checked_specs(const json& items, bool list) {
+  std::vector<TensorSpec> specs;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const std::string parent = list ? fmt::format("params[{}]", i) : "";
+    const json& item = require_object(items[i], list ? parent : "body");
+    auto field = [&](const char* key) { return field_path(parent, key); };
+    TensorSpec spec;
+    auto name = item.find("name");
+    if (name == item.end() || !name->is_string()) throw RequestError(field("name"), "required: a parameter name");
+    spec.name = name->get<std::string>();
+    auto shape = param_shapes_.find(spec.name);
+    if (shape == param_shapes_.end())
+      throw RequestError(field("name"), fmt::format("the model has no parameter '{}' (Hugging Face names, e.g. "
+                                                    "model.layers.0.self_attn.q_proj.weight)", spec.name));
+    auto dtype = item.find("dtype");
+    if (dtype == item.end() || !dtype->is_string()) throw RequestError(field("dtype"), "required, e.g. \"torch.bfloat16\"");
+    try {
+      spec.dtype = dtype_from_name(dtype->get<std::string>());
+    } catch (const std::invalid_argument& e) {
+      throw RequestError(field("dtype"), e.what());
+    }
+    auto ids = read_ids(item, "shape", parent);
+    if (!ids) throw RequestError(field("shape"), "required: a list of sizes");
+    spec.shape.assign(ids->begin(), ids->end());
+    if (spec.shape != shape->second)
+      throw RequestError(field("shape"), fmt::format("'{}' has shape {} in the model, the request says {}", spec.name,
+                                                     json(shape->second).dump(), json(spec.shape).dump()));
+    specs.push_back(std::move(spec));
+  }
+  return specs;
+}
+
+void RolloutServer::add_weight_routes() {
+  route_post("/init_communicator/", [this](const json& body) {
+    require_object(body, "body");
+    auto host = body.find("host");
+    if (host == body.end() || !host->is_string()) throw RequestError("host", "required: the address to host the store at");
+    const auto port = read_int(body, "port", "");
+    if (!port || *port <= 0 || *port > 65535) throw RequestError("port", "required: a port in 1..65535");
+    const auto world_size = read_int(body, "world_size", "");
+    if (world_size.value_or(2) != 2)
+      throw RequestError("world_size", fmt::format("this server has 1 worker, so the group has 2 ranks, not {}",
+                                                   *world_size));
+    receiver_->init(host->get<std::string>(), static_cast<int>(*port), 2);
+    return json{{"message", "Request received, initializing communicator"}};
+  });
+  route_post("/update_named_param/", [this](const json& body) {
+    receiver_->update(checked_specs(json::array({body}), /*list=*/false), /*as_bucket=*/false);
+    return json{{"message", "Request received, updating named parameter"}};
+  });
+  // Beyond TRL: many tensors per call and per broadcast, packed as pack_bucket() lays them out.
+  route_post("/update_named_params/", [this](const json& body) {
+    require_object(body, "body");
+    auto params = body.find("params");
+    if (params == body.end() || !params->is_array() || params->empty())
+      throw RequestError("params", "required: a non-empty list of {name, dtype, shape}");
+    receiver_->update(checked_specs(*params, /*list=*/true), /*as_bucket=*/true);
+    return json{{"message", fmt::format("Request received, updating {} named parameters", params->size())}};
+  });
+  // No prefix cache to drop: this waits until every queued update is loaded and reports a failed one.
+  route_post("/reset_prefix_cache/", [this](const json&) {
+    receiver_->wait_idle();
+    return json{{"message", "Request received, resetting prefix cache status: True"}};
+  });
+  route_post("/close_communicator/", [this](const json&) {
+    receiver_->close();
+    return json{{"message", "Request received, closing communicator"}};
+  });
+}
+
+}  // namespace grpo::rollout

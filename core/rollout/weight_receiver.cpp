@@ -1,0 +1,133 @@
+#include "rollout/weight_receiver.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+namespace grpo::rollout {
+
+namespace {
+
+// "'model.norm.weight'" or "bucket of 12 tensors ('model.embed_tokens.weight' .. 'lm_head.weight')".
+std::string describe(const std::vector<TensorSpec>& specs) {
+  if (specs.size() == 1 && !specs[0].name.empty()) return fmt::format("'{}'", specs[0].name);
+  return fmt::format("bucket of {} tensors ('{}' .. '{}')", specs.size(), specs.front().name, specs.back().name);
+}
+
+}  // namespace
+
+WeightReceiver::WeightReceiver(ApplyWeights apply, std::chrono::milliseconds timeout)
+    : apply_(std::move(apply)), timeout_(timeout), thread_([this] { loop(); }) {}
+
+WeightReceiver::~WeightReceiver() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  thread_.join();
+}
+
+void WeightReceiver::enqueue(std::function<void()> work) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(std::move(work));
+  }
+  changed_.notify_all();
+}
+
+void WeightReceiver::loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    changed_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    if (stopping_) break;
+    auto work = std::move(queue_.front());
+    queue_.pop_front();
+    busy_ = true;
+    lock.unlock();
+    std::optional<std::string> failure;
+    try {
+      work();
+    } catch (const std::exception& e) {
+      failure = e.what();
+      spdlog::error("{}", e.what());
+    }
+    lock.lock();
+    busy_ = false;
+    if (failure && !error_) error_ = failure;
+    changed_.notify_all();
+  }
+  group_.reset();
+}
+
+void WeightReceiver::wait_idle() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [this] { return stopping_ || (queue_.empty() && !busy_); });
+  if (error_) {
+    std::string message = std::move(*error_);
+    error_.reset();
+    throw TransferError(message);
+  }
+}
+
+void WeightReceiver::init(const std::string& host, int port, int world_size) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    init_queued_ = true;
+  }
+  enqueue([this, host, port, world_size] {
+    group_.reset();
+    connected_ = false;
+    spdlog::info("weight transfer: hosting the group at {}:{} (world size {})", host, port, world_size);
+    try {
+      group_ = CommGroup::create(host, port, /*rank=*/0, world_size, timeout_);
+    } catch (const TransferError& e) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      init_queued_ = false;
+      throw TransferError(fmt::format("init_communicator: {}", e.what()));
+    }
+    connected_ = true;
+    spdlog::info("weight transfer: the trainer joined");
+  });
+}
+
+void WeightReceiver::update(std::vector<TensorSpec> specs, bool as_bucket) {
+  wait_idle();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!init_queued_)
+      throw TransferError(fmt::format("update {}: no communicator is open; POST /init_communicator/ first",
+                                      describe(specs)));
+  }
+  enqueue([this, as_bucket, specs = std::move(specs)] {
+    const std::string what = describe(specs);
+    try {
+      std::vector<at::Tensor> tensors;
+      if (!as_bucket) {
+        tensors.push_back(at::empty(specs[0].shape, at::TensorOptions().dtype(specs[0].dtype)));
+        group_->broadcast(tensors[0], what);
+      } else {
+        at::Tensor flat = at::empty({bucket_bytes(specs)}, at::kByte);
+        group_->broadcast(flat, what);
+        tensors = unpack_bucket(flat, specs);
+      }
+      group_->barrier(what);
+      apply_(specs, tensors);
+      tensors_received_ += specs.size();
+    } catch (const TransferError& e) {
+      throw TransferError(fmt::format("update_named_param {}: {}", what, e.what()));
+    }
+  });
+}
+
+void WeightReceiver::close() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    init_queued_ = false;
+  }
+  enqueue([this] {
+    group_.reset();
+    connected_ = false;
+  });
+}
+
+}  // namespace grpo::rollout

@@ -1,0 +1,72 @@
+// The server's side of weight transfer (rank 0 of the group). HTTP handlers
+// must answer before the trainer broadcasts (the trainer waits for the
+// answer first), so the receiving runs on a thread of its own, in the order
+// the calls came. A failure is reported to the next call that waits for the
+// thread: the next update, /reset_prefix_cache/ or /close_communicator/.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rollout/comm_group.h"
+
+namespace grpo::rollout {
+
+// Copies received tensors into the model; called on the receiver's thread.
+using ApplyWeights = std::function<void(const std::vector<TensorSpec>&, const std::vector<at::Tensor>&)>;
+
+class WeightReceiver {
+ public:
+  WeightReceiver(ApplyWeights apply, std::chrono::milliseconds timeout);
+  ~WeightReceiver();
+  WeightReceiver(const WeightReceiver&) = delete;
+  WeightReceiver& operator=(const WeightReceiver&) = delete;
+
+  // Queues hosting the store at host:port and joining the group as rank 0;
+  // returns at once (an earlier group is closed first).
+  void init(const std::string& host, int port, int world_size);
+
+  // Waits for earlier work (rethrowing its failure), then queues receiving
+  // `specs`: one tensor broadcast as itself, or (as_bucket) all of them as
+  // one flat byte buffer. Throws TransferError when no group is open.
+  void update(std::vector<TensorSpec> specs, bool as_bucket);
+
+  // Waits until all queued work is done; throws the first failure since the
+  // last call, as a TransferError naming the step and the parameter.
+  void wait_idle();
+
+  // Queues leaving the group.
+  void close();
+
+  bool connected() const { return connected_; }
+  uint64_t tensors_received() const { return tensors_received_; }
+
+ private:
+  void enqueue(std::function<void()> work);
+  void loop();
+
+  ApplyWeights apply_;
+  std::chrono::milliseconds timeout_;
+  std::unique_ptr<CommGroup> group_;  // used on the thread only
+  std::atomic<bool> connected_{false};
+  std::atomic<uint64_t> tensors_received_{0};
+
+  std::mutex mutex_;  // guards the fields below
+  std::condition_variable changed_;
+  std::deque<std::function<void()>> queue_;
+  bool busy_ = false, stopping_ = false;
+  bool init_queued_ = false;  // a group is open or being formed
+  std::optional<std::string> error_;
+  std::thread thread_;
+};
+
+}  // namespace grpo::rollout

@@ -1,0 +1,120 @@
+#include "rollout/weight_sender.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+
+namespace grpo::rollout {
+
+using nlohmann::json;
+
+namespace {
+
+json spec_json(const std::string& name, const at::Tensor& t) {
+  return json{{"name", name}, {"dtype", dtype_to_name(t.scalar_type())}, {"shape", t.sizes().vec()}};
+}
+
+// The server's error text: its JSON "error" when there is one.
+std::string error_text(const httplib::Result& res) {
+  if (!res) return "no answer (" + httplib::to_string(res.error()) + ")";
+  try {
+    json body = json::parse(res->body);
+    if (body.contains("error")) return fmt::format("HTTP {}: {}", res->status, body["error"].get<std::string>());
+  } catch (const std::exception&) {
+  }
+  return fmt::format("HTTP {}: {}", res->status, res->body.substr(0, 300));
+}
+
+}  // namespace
+
+WeightSender::WeightSender(WeightSenderOptions options)
+    : options_(std::move(options)), http_(std::make_unique<httplib::Client>(options_.base_url)) {
+  if (!http_->is_valid()) throw TransferError(fmt::format("'{}' is not a valid server URL", options_.base_url));
+  if (!options_.api_key.empty()) http_->set_bearer_token_auth(options_.api_key.c_str());
+  http_->set_connection_timeout(std::chrono::seconds(10));
+}
+
+WeightSender::~WeightSender() {
+  try {
+    if (group_) close();
+  } catch (const std::exception&) {  // the server may be gone already
+  }
+}
+
+int WeightSender::world_size() const { return group_ ? group_->world_size() : 0; }
+
+json WeightSender::post(const std::string& path, const json& body, const std::string& what) {
+  auto res = http_->Post(path.c_str(), body.dump(), "application/json");
+  if (!res || res->status != 200)
+    throw TransferError(fmt::format("{}: POST {} to {} failed: {}", what, path, options_.base_url, error_text(res)));
+  return res->body.empty() ? json::object() : json::parse(res->body);
+}
+
+void WeightSender::connect(const std::string& group_host, int group_port, std::chrono::milliseconds timeout) {
+  if (group_) close();
+  // Every later call may wait for the server's previous transfer, itself bounded by `timeout`.
+  http_->set_read_timeout(timeout + std::chrono::seconds(10));
+  auto res = http_->Get("/get_world_size/");
+  if (!res || res->status != 200)
+    throw TransferError(fmt::format("connect: GET /get_world_size/ from {} failed: {}", options_.base_url,
+                                    error_text(res)));
+  const int workers = json::parse(res->body).at("world_size").get<int>();
+  const int world = workers + 1;  // the trainer is the last rank
+  post("/init_communicator/",
+       json{{"host", group_host}, {"port", group_port}, {"world_size", world}, {"client_device_uuid", "cpu"}},
+       "connect");
+  group_ = CommGroup::create(group_host, group_port, /*rank=*/workers, world, timeout);
+}
+
+void WeightSender::send(const std::string& name, const at::Tensor& tensor) {
+  if (!group_) throw TransferError(fmt::format("send '{}': not connected; call connect() first", name));
+  post("/update_named_param/", spec_json(name, tensor), fmt::format("send '{}'", name));
+  at::Tensor buffer = tensor.detach().to(at::kCPU).contiguous();  // the source rank only reads it
+  const std::string what = fmt::format("'{}'", name);
+  group_->broadcast(buffer, what);
+  group_->barrier(what);
+}
+
+void WeightSender::send_bucket(const NamedTensors& tensors) {
+  if (tensors.empty()) return;
+  const std::string what = fmt::format("bucket of {} tensors ('{}' .. '{}')", tensors.size(), tensors.front().first,
+                                       tensors.back().first);
+  if (!group_) throw TransferError(fmt::format("send {}: not connected; call connect() first", what));
+  json params = json::array();
+  std::vector<at::Tensor> values;
+  for (const auto& [name, t] : tensors) {
+    params.push_back(spec_json(name, t));
+    values.push_back(t.detach());
+  }
+  post("/update_named_params/", json{{"params", params}}, "send " + what);
+  at::Tensor flat = pack_bucket(values);
+  group_->broadcast(flat, what);
+  group_->barrier(what);
+}
+
+void WeightSender::send_all(const NamedTensors& tensors, int64_t bucket_bytes) {
+  NamedTensors bucket;
+  int64_t bytes = 0;
+  for (const auto& item : tensors) {
+    const int64_t n = item.second.numel() * static_cast<int64_t>(item.second.element_size());
+    if (!bucket.empty() && bytes + n > bucket_bytes) {
+      send_bucket(bucket);
+      bucket.clear();
+      bytes = 0;
+    }
+    bucket.push_back(item);
+    bytes += n;
+  }
+  if (bucket.size() == 1) send(bucket[0].first, bucket[0].second);
+  else send_bucket(bucket);
+}
+
+void WeightSender::reset_prefix_cache() { post("/reset_prefix_cache/", json::object(), "reset_prefix_cache"); }
+
+void WeightSender::close() {
+  group_.reset();
+  post("/close_communicator/", json::object(), "close");
+}
+
+}  // namespace grpo::rollout

@@ -1,0 +1,73 @@
+// The trainer's side of weight transfer, for pushing new weights into a
+// rollout server (grpo-rollout, or any server speaking the protocol over
+// Gloo): the HTTP calls and the broadcasts in the order the server expects.
+//
+//   WeightSender sender({"http://127.0.0.1:8000"});
+//   sender.connect("127.0.0.1", 51216, std::chrono::seconds(60));
+//   for (auto& [name, tensor] : named_parameters) sender.send(name, tensor);  // or send_all(..., 256 << 20)
+//   sender.reset_prefix_cache();
+//   sender.close();
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "rollout/comm_group.h"
+
+namespace httplib {
+class Client;
+}
+
+namespace grpo::rollout {
+
+using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
+
+struct WeightSenderOptions {
+  std::string base_url = "http://127.0.0.1:8000";
+  std::string api_key;  // sent as Authorization: Bearer when set
+};
+
+class WeightSender {
+ public:
+  explicit WeightSender(WeightSenderOptions options);
+  ~WeightSender();  // closes the communicator if still open, ignoring errors
+  WeightSender(const WeightSender&) = delete;
+  WeightSender& operator=(const WeightSender&) = delete;
+
+  // Asks the server for its worker count, has it host the group's store at
+  // group_host:group_port (an address of the server machine that this
+  // process reaches), and joins as the last rank. `timeout` bounds every
+  // later step too. Throws TransferError naming the step.
+  void connect(const std::string& group_host, int group_port, std::chrono::milliseconds timeout);
+
+  // One tensor per HTTP call and broadcast (the protocol's /update_named_param/).
+  void send(const std::string& name, const at::Tensor& tensor);
+  // Many tensors in one HTTP call and one flat broadcast (/update_named_params/).
+  void send_bucket(const NamedTensors& tensors);
+  // Everything, in buckets of at most bucket_bytes (a larger tensor goes alone).
+  void send_all(const NamedTensors& tensors, int64_t bucket_bytes);
+
+  // Waits until the server has loaded everything sent; throws its error if
+  // a transfer failed there.
+  void reset_prefix_cache();
+  void close();
+
+  bool connected() const { return group_ != nullptr; }
+  int world_size() const;
+
+ private:
+  nlohmann::json post(const std::string& path, const nlohmann::json& body, const std::string& what);
+
+  WeightSenderOptions options_;
+  std::unique_ptr<httplib::Client> http_;
+  std::unique_ptr<CommGroup> group_;
+};
+
+}  // namespace grpo::rollout

@@ -1,0 +1,53 @@
+// A grpo-rollout process for tests: started on a free port as a user would
+// start it, driven over HTTP, stopped with SIGTERM.
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace grpo::testing {
+
+struct HttpReply {
+  int status = 0;  // 0: no answer (a dropped connection)
+  nlohmann::json body;
+  std::string raw;
+};
+
+class RolloutProcess {
+ public:
+  // Starts grpo-rollout --model model_dir --port 0 plus `extra_args` and
+  // waits for /health/. Fails the test (ADD_FAILURE) and returns with
+  // port() == 0 when it does not come up.
+  RolloutProcess(const std::string& model_dir, const std::vector<std::string>& extra_args = {},
+                 const std::string& api_key = "");
+  ~RolloutProcess();  // SIGTERM, if still running
+
+  int port() const { return port_; }
+  std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  HttpReply get(const std::string& path, const std::string& token = "") const;
+  HttpReply post(const std::string& path, const nlohmann::json& body, const std::string& token = "") const;
+  HttpReply post_raw(const std::string& path, const std::string& body, const std::string& token = "") const;
+
+  // Sends SIGTERM and returns the exit status (-1 if it did not exit in 20 s).
+  int terminate();
+  std::string log() const;  // what the server wrote to stderr
+
+ private:
+  pid_t pid_ = -1;
+  int port_ = 0;
+  std::string api_key_;
+  std::string log_path_;
+};
+
+// A TCP port that was free a moment ago (bound to port 0, then released).
+int free_port();
+
+// A tiny Qwen2 model with a ChatML tokenizer, created once per test binary.
+const std::string& tiny_model_dir();
+
+}  // namespace grpo::testing
