@@ -38,6 +38,12 @@ void check_inputs(const LossInputs& in, const LossOptions& opt) {
   const bool per_token = a.dim() == 2 && a.sizes() == in.logp.sizes();
   require(per_seq || per_token, "advantages have shape " + shape_str(a) + "; expected [" + std::to_string(b) +
                                     "], [" + std::to_string(b) + ", 1] or logp's " + shape_str(in.logp));
+  if (in.is_weight.defined()) {
+    const at::Tensor& w = in.is_weight;
+    require(w.dim() == 2 && w.size(0) == b && (w.size(1) == 1 || w.size(1) == in.logp.size(1)),
+            "is_weight has shape " + shape_str(w) + "; expected [" + std::to_string(b) + ", 1] or logp's " +
+                shape_str(in.logp));
+  }
   require(opt.epsilon_low >= 0.0 && opt.epsilon_high >= 0.0, "epsilon and epsilon_high must be >= 0");
   require(!opt.delta || *opt.delta > 0.0, "delta must be > 0");
   require(opt.gradient_accumulation_steps >= 1, "gradient_accumulation_steps must be >= 1");
@@ -92,6 +98,7 @@ LossOutput grpo_loss(const LossInputs& in, const LossOptions& opt) {
   // uncapped one (INTELLECT-2's two-sided clipping, as TRL orders it).
   at::Tensor capped = opt.delta ? ratio.clamp_max(*opt.delta) : ratio;
   at::Tensor loss_tok = -at::minimum(capped * adv, clipped * adv).expand_as(logp);  // [B, T]
+  if (in.is_weight.defined()) loss_tok = loss_tok * in.is_weight.to(logp.device(), dtype).detach();  // not the KL
 
   at::Tensor kl;
   if (opt.beta != 0.0) {

@@ -45,6 +45,8 @@ struct LossInputs {
   at::Tensor ref_logp;    // [B, T], required when beta != 0; treated as a constant
   at::Tensor advantages;  // [B] (or [B, 1], or per token [B, T])
   at::Tensor mask;        // [B, T] bool or 0/1 float: completion tokens that carry loss
+  at::Tensor is_weight;   // [B, T] or [B, 1] or undefined: importance-sampling correction of the
+                          // policy term for completions another sampler produced (grpo.md §7)
 };
 
 struct LossOutput {

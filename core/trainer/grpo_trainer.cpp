@@ -20,6 +20,7 @@
 #include "model/weights.h"
 #include "plugins/plugin_options.h"
 #include "trainer/checkpoint.h"
+#include "trainer/importance_sampling.h"
 #include "trainer/progress_line.h"
 
 namespace grpo::trainer {
@@ -89,7 +90,13 @@ GrpoTrainer::GrpoTrainer(const config::Config& cfg)
   const int64_t steps_per_generation = cfg.get_int("steps_per_generation"), iterations = cfg.get_int("num_iterations");
   // The policy changes while a generation batch is still in use: its ratio
   // needs the log-probs of the weights that sampled it (grpo.md §3).
-  needs_old_logp_ = iterations > 1 || steps_per_generation > ga_;
+  async_ = cfg.get_bool("async_generate");
+  // Completions from other weights than the trainer's: correct for the
+  // sampler's log-probs (on by default with async_generate, as TRL's is).
+  is_correction_ = cfg.is_set("vllm_importance_sampling_correction") || !async_
+                       ? cfg.get_bool("vllm_importance_sampling_correction")
+                       : true;
+  needs_old_logp_ = iterations > 1 || steps_per_generation > ga_ || async_ || is_correction_;
   const at::ScalarType dtype = dtype_of(cfg.get_string("torch_dtype"));
   const std::string resume = cfg.get_string("resume_from_checkpoint");
   policy_ = model::load_model(resume.empty() ? model_dir_ : resume, dtype);
@@ -143,7 +150,11 @@ GrpoTrainer::GrpoTrainer(const config::Config& cfg)
   sampler_args["num_threads"] = cfg.get_int("num_threads");
   sampler_ = plugins::SamplerClient::create(sampler, plugins::resolve_plugin_options(sampler.info, {}, sampler_args),
                                             plugin_metrics_, run_config);
-  views_ = std::make_unique<WeightViews>(*policy_);
+  if (async_ && sampler_->in_process()) {  // it samples while the policy trains: give it its own copy
+    sampler_copy_ = model::load_model(resume.empty() ? model_dir_ : resume, dtype);
+    for (auto& p : sampler_copy_->parameters()) p.set_requires_grad(false);
+  }
+  views_ = std::make_unique<WeightViews>(sampler_copy_ ? *sampler_copy_ : *policy_);
   sampler_->load_weights(views_->tensors(), GRPO_WEIGHTS_VIEW | GRPO_WEIGHTS_LAST_BUCKET);
 
   sample_options_.temperature = cfg.get_double("temperature");
@@ -154,6 +165,7 @@ GrpoTrainer::GrpoTrainer(const config::Config& cfg)
   sample_options_.max_new_tokens = static_cast<int32_t>(cfg.get_int("max_completion_length"));
   sample_options_.stop_strings = cfg.get_strings("stop_words");
 
+  is_mode_ = is_correction_mode(cfg.get_string("vllm_importance_sampling_mode"));
   loss_options_.loss_type = loss_type_of(cfg.get_string("loss_type"));
   loss_options_.level = cfg.get_string("importance_sampling_level") == "sequence" ? IsLevel::Sequence : IsLevel::Token;
   loss_options_.epsilon_low = cfg.get_double("epsilon");
@@ -223,7 +235,7 @@ Metrics GrpoTrainer::step() {
   MetricSums sums;
   step_active_tokens_ = 0;
   for (int64_t k = 0; k < ga_; ++k) {
-    if (queue_.empty()) refill(m);        // sample through the plugin, score, advantages, old/ref log-probs
+    if (queue_.empty()) refill(m, k);     // sample through the plugin, score, advantages, old/ref log-probs
     accumulate(queue_.front(), m, sums);  // policy log-probs, loss, backward
     queue_.pop_front();
   }
@@ -238,8 +250,15 @@ Metrics GrpoTrainer::step() {
   return m;
 }
 
-void GrpoTrainer::refill(Metrics& m) {
-  GenerationBatch batch = sample_batch(m);
+void GrpoTrainer::refill(Metrics& m, int64_t micro_done) {
+  const int64_t iterations = cfg_.get_int("num_iterations");
+  GenerationBatch batch = async_ ? next_async_batch(m) : sample_batch(m);
+  if (async_) {
+    const auto parts = (static_cast<int64_t>(batch.size()) + micro_batch_ - 1) / micro_batch_;
+    const int64_t still_needed = (max_steps_ - global_step_) * ga_ - micro_done - parts * iterations;
+    sync_sampler_weights(m);
+    if (still_needed > 0) launch_generation();  // the next batch samples while this one trains
+  }
   const Advantages adv = advantages_of(batch, m, "");
   const bool overlong_filter = cfg_.get_bool("overlong_filter");
   std::vector<MicroBatch> parts = split_micro_batches(batch, adv.advantages, micro_batch_, 0, overlong_filter);
@@ -247,12 +266,20 @@ void GrpoTrainer::refill(Metrics& m) {
   const double t0 = now_s();
   const model::LogprobOptions lp{cfg_.get_double("temperature"), 256, /*entropy=*/false};
   torch::NoGradGuard no_grad;
+  MetricSums correction;
   for (MicroBatch& mb : parts) {
     if (needs_old_logp_) mb.old_logp = completion_logprobs(*policy_, mb.batch, lp).logprobs;
     if (reference_) mb.ref_logp = completion_logprobs(*reference_, mb.batch, lp).logprobs;
+    if (is_correction_ && mb.old_logp.defined() && mb.sampler_logp.defined()) {
+      Metrics c;
+      mb.is_weight = importance_weights(mb.old_logp, mb.sampler_logp, mb.batch.completion_mask, is_mode_,
+                                        cfg_.get_double("vllm_importance_sampling_clip_max"), c);
+      for (const auto& [k, v] : c) correction.add(k, v);
+    }
   }
+  for (const auto& [k, v] : correction.sum) m[k] = v / correction.count[k];
   m["time/logprob"] += now_s() - t0;
-  for (int64_t it = 0; it < cfg_.get_int("num_iterations"); ++it) queue_.insert(queue_.end(), parts.begin(), parts.end());
+  for (int64_t it = 0; it < iterations; ++it) queue_.insert(queue_.end(), parts.begin(), parts.end());
 }
 
 void GrpoTrainer::accumulate(const MicroBatch& mb, Metrics& m, MetricSums& sums) {
@@ -261,8 +288,8 @@ void GrpoTrainer::accumulate(const MicroBatch& mb, Metrics& m, MetricSums& sums)
   model::TokenLogprobs logp = completion_logprobs(*policy_, mb.batch, lp);
   LossOptions options = loss_options_;
   options.dapo_active_tokens = mb.dapo_active_tokens;
-  LossOutput out = grpo_loss({logp.logprobs, mb.old_logp, mb.ref_logp, mb.advantages, mb.batch.completion_mask},
-                             options);
+  LossOutput out = grpo_loss(
+      {logp.logprobs, mb.old_logp, mb.ref_logp, mb.advantages, mb.batch.completion_mask, mb.is_weight}, options);
   const double t1 = now_s();
   out.loss.backward();
   m["time/backward"] += now_s() - t1;
@@ -286,7 +313,8 @@ void GrpoTrainer::update(Metrics& m) {
   m["grad_norm"] = grad_norm;
   m["learning_rate"] = lr;
   m["time/optimizer"] = now_s() - t_opt;
-  m["time/weight_sync"] = 0;  // the in-process sampler aliases the weights
+  m["time/weight_sync"] = 0;
+  if (!async_) sync_sampler_weights(m);  // async: at the next batch's launch, never under a running generation
 }
 
 }  // namespace grpo::trainer

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <deque>
+#include <future>
 #include <map>
 #include <memory>
 #include <string>
@@ -21,6 +22,7 @@
 #include "trainer/completion_log.h"
 #include "trainer/generation_batch.h"
 #include "trainer/grpo_loss.h"
+#include "trainer/importance_sampling.h"
 #include "trainer/lr_schedule.h"
 #include "trainer/micro_batches.h"
 #include "trainer/prompt_source.h"
@@ -50,16 +52,28 @@ class GrpoTrainer {
  private:
   // grpo_trainer.cpp: the step.
   Metrics step();                               // one optimizer step
-  void refill(Metrics& m);                      // the next generation batch, as micro-batches
+  void refill(Metrics& m, int64_t micro_done);  // the next generation batch, as micro-batches
   void accumulate(const MicroBatch& mb, Metrics& m, MetricSums& sums);  // policy log-probs, loss, backward
   void update(Metrics& m);                      // clip, AdamW; the sampler sees the new weights
 
   // trainer_sampling.cpp: generation batches and evaluation.
   GenerationBatch sample_batch(Metrics& m);     // dynamic_sample resamples zero-variance groups
-  GenerationBatch generate(const std::vector<const Prompt*>& prompts, Metrics& m, const std::string& prefix);
-  void score(GenerationBatch& batch, Metrics& m);
+  GenerationBatch generate(const std::vector<const Prompt*>& prompts, Metrics& m, const std::string& prefix,
+                           int64_t generation);  // generation: the index its seeds derive from
+  void score(GenerationBatch& batch, Metrics& m, const plugins::TrainerState& state);
+  plugins::TrainerState trainer_state() const;
   Advantages advantages_of(const GenerationBatch& batch, Metrics& m, const std::string& prefix);
   Metrics evaluate();                           // eval_ metrics over the validation prompts
+
+  // trainer_async.cpp: async_generate — the next batch samples while this one trains.
+  struct PendingBatch {
+    GenerationBatch batch;
+    Metrics metrics;
+  };
+  GenerationBatch next_async_batch(Metrics& m);
+  void launch_generation();             // on a background thread, with the sampler's current weights
+  void sync_sampler_weights(Metrics& m);  // the policy's weights to the sampler (copy or push)
+  void wait_for_generation();
 
   // trainer_state.cpp: checkpoints and resuming.
   void save_checkpoint();
@@ -83,6 +97,10 @@ class GrpoTrainer {
   plugins::SampleOptions sample_options_;
   std::deque<MicroBatch> queue_;  // micro-batches of the current generation batch, num_iterations passes
   bool needs_old_logp_ = false;   // the policy moves while a generation batch is still being trained on
+  bool async_ = false, is_correction_ = false;
+  IsCorrectionMode is_mode_ = IsCorrectionMode::SequenceMask;
+  std::future<PendingBatch> pending_;          // async_generate: the batch being sampled
+  model::CausalLM sampler_copy_{nullptr};      // async + in-process sampler: the weights it reads
   int64_t G_ = 0, prompts_per_generation_ = 0, micro_batch_ = 0, ga_ = 1, max_steps_ = 0, global_step_ = 0;
   int64_t generations_ = 0;       // generation batches sampled so far: part of every sampling seed
   int64_t step_active_tokens_ = 0;

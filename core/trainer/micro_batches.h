@@ -17,6 +17,8 @@ struct MicroBatch {
   RolloutBatch batch;
   at::Tensor advantages;          // [n] float32
   at::Tensor old_logp, ref_logp;  // [n, T] constants, or undefined (old: ratio 1; ref: beta 0)
+  at::Tensor sampler_logp;        // [n, T] as the sampler reported them (0 on padding), or undefined
+  at::Tensor is_weight;           // importance-sampling correction, or undefined
   double dapo_active_tokens = 0;  // loss-carrying tokens of the whole generation batch
   int64_t active_tokens = 0;      // ... of this micro-batch
 };

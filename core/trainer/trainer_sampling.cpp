@@ -23,8 +23,8 @@ ScaleRewards scale_of(const std::string& s) {
 
 GenerationBatch GrpoTrainer::sample_batch(Metrics& m) {
   const auto wanted = static_cast<size_t>(prompts_per_generation_);
-  GenerationBatch batch = generate(prompts_->next(wanted), m, "");
-  score(batch, m);
+  GenerationBatch batch = generate(prompts_->next(wanted), m, "", generations_++);
+  score(batch, m, trainer_state());
   if (!cfg_.get_bool("dynamic_sample")) return batch;
   // DAPO: only groups whose rewards differ train anything; resample to fill.
   GroupCollector groups(wanted, static_cast<size_t>(G_));
@@ -34,8 +34,8 @@ GenerationBatch GrpoTrainer::sample_batch(Metrics& m) {
   int64_t resamples = 0;
   Metrics extra;  // the resamples' generation metrics are not this batch's
   for (; !groups.full() && resamples < cfg_.get_int("max_resample_times"); ++resamples) {
-    GenerationBatch more = generate(prompts_->next(groups.next_request()), extra, "");
-    score(more, m);
+    GenerationBatch more = generate(prompts_->next(groups.next_request()), extra, "", generations_++);
+    score(more, m, trainer_state());
     groups.add(more, compute_advantages(reward_tensor(more.rewards), weights, G_, scale).group_std);
   }
   if (!groups.full())
@@ -47,11 +47,13 @@ GenerationBatch GrpoTrainer::sample_batch(Metrics& m) {
   return groups.take();
 }
 
-GenerationBatch GrpoTrainer::generate(const std::vector<const Prompt*>& prompts, Metrics& m, const std::string& prefix) {
+// Runs on a background thread under async_generate: reads only what the
+// main thread does not change while it runs.
+GenerationBatch GrpoTrainer::generate(const std::vector<const Prompt*>& prompts, Metrics& m, const std::string& prefix,
+                                      int64_t generation) {
   const double start = now_s();
   std::vector<plugins::SampleRequest> requests;
   const auto seed = static_cast<uint64_t>(cfg_.get_int("seed"));
-  const int64_t generation = generations_++;
   for (size_t p = 0; p < prompts.size(); ++p) {
     plugins::SampleRequest r;
     r.prompt_ids = prompts[p]->ids;
@@ -97,9 +99,10 @@ GenerationBatch GrpoTrainer::generate(const std::vector<const Prompt*>& prompts,
   return out;
 }
 
-void GrpoTrainer::score(GenerationBatch& batch, Metrics& m) {
+plugins::TrainerState GrpoTrainer::trainer_state() const { return {global_step_, max_steps_, prompts_->epoch()}; }
+
+void GrpoTrainer::score(GenerationBatch& batch, Metrics& m, const plugins::TrainerState& state) {
   const double start = now_s();
-  plugins::TrainerState state{global_step_, max_steps_, prompts_->epoch()};
   batch.rewards = rewards_->score(batch.reward_inputs, state);
   m["time/reward"] += now_s() - start;
 }
@@ -126,6 +129,7 @@ Advantages GrpoTrainer::advantages_of(const GenerationBatch& batch, Metrics& m, 
 // The validation prompts, per_device_eval_batch_size completions (G per
 // prompt) at a time, sampled and scored as in training; nothing is trained.
 Metrics GrpoTrainer::evaluate() {
+  wait_for_generation();  // the sampler takes one call at a time
   const double start = now_s();
   const size_t per_batch = std::max<size_t>(1, static_cast<size_t>(cfg_.get_int("per_device_eval_batch_size") / G_));
   std::vector<const Prompt*> all = val_prompts_->next(val_prompts_->size());
@@ -135,8 +139,8 @@ Metrics GrpoTrainer::evaluate() {
   for (size_t b = 0; b < all.size(); b += per_batch) {
     std::vector<const Prompt*> part(all.begin() + static_cast<std::ptrdiff_t>(b),
                                     all.begin() + static_cast<std::ptrdiff_t>(std::min(all.size(), b + per_batch)));
-    GenerationBatch batch = generate(part, ignored, "eval_");
-    score(batch, ignored);
+    GenerationBatch batch = generate(part, ignored, "eval_", generations_++);
+    score(batch, ignored, trainer_state());
     tokens += ignored["eval_num_tokens"];
     ignored.erase("eval_num_tokens");
     for (size_t g = 0; g < batch.size() / static_cast<size_t>(G_); ++g)

@@ -15,6 +15,8 @@ namespace grpo::trainer {
 namespace fs = std::filesystem;
 
 void GrpoTrainer::save_checkpoint() {
+  if (pending_.valid()) spdlog::warn("checkpoint at step {}: the batch being sampled in the background is not part "
+                                     "of it; a resumed run samples it again", global_step_);
   if (!queue_.empty())  // mid generation batch (steps_per_generation > GA or num_iterations > 1)
     spdlog::warn("checkpoint at step {} falls inside a generation batch: a run resumed from it samples a new batch "
                  "instead of finishing this one ({} micro-batches)",

@@ -19,7 +19,9 @@ void check_trainer_support(const config::Config& cfg) {
   };
   refuse(cfg.get_string("train_type") != "full",
          "--train_type lora is not built yet: train with --train_type full (LoRA comes with the next trainer release)");
-  refuse(cfg.get_bool("async_generate"), "--async_generate is not built yet: drop it");
+  refuse(cfg.get_bool("async_generate") && cfg.get_bool("dynamic_sample"),
+         "--async_generate with --dynamic_sample is not supported: resampling needs the batch's rewards before the "
+         "next batch starts; keep one of them");
   refuse(cfg.get_string("sampler") != "native",
          "--sampler " + cfg.get_string("sampler") + " is not built yet: the native sampler is (drop --use_vllm server "
          "settings)");
@@ -39,7 +41,8 @@ void check_trainer_support(const config::Config& cfg) {
       "warmup_steps", "weight_decay", "cosine_min_len_value_wrong", "cosine_max_len_value_wrong",
       "cosine_min_len_value_correct", "cosine_max_len_value_correct", "cosine_max_len", "repetition_n_grams",
       "repetition_max_penalty", "soft_max_length", "soft_cache_length", "rlhf_type", "use_vllm", "vllm_mode",
-      "num_iterations", "dynamic_sample", "max_resample_times", "async_generate", "resume_from_checkpoint",
+      "num_iterations", "dynamic_sample", "max_resample_times", "async_generate",
+      "vllm_importance_sampling_correction", "vllm_importance_sampling_mode", "vllm_importance_sampling_clip_max", "resume_from_checkpoint",
       "val_dataset", "split_dataset_ratio", "eval_steps", "per_device_eval_batch_size", "max_length",
       "truncation_strategy", "skip_bad_rows"};
   for (const config::FlagSpec& flag : config::flag_table())

@@ -108,3 +108,22 @@ TEST(TrainFeatures, BadRowsStopTheRunUnlessSkippingIsAskedFor) {
   EXPECT_NE(r.output.find("skipped 2 unusable dataset rows"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("rows.jsonl:9"), std::string::npos) << "the first skipped row is named";
 }
+
+TEST(TrainFeatures, AsyncGenerateSamplesTheNextBatchWithTheWeightsOfOneStepBefore) {
+  std::string dir = setup("train_async");
+  CommandResult r = run_host(base_flags(dir) + "--async_generate true --max_steps 3 --learning_rate 1e-2 "
+                             "--warmup_ratio 0 --log_completions true");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto lines = read_jsonl(dir + "/out/logging.jsonl");
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(read_jsonl(dir + "/out/completions.jsonl").size(), 12u) << "3 batches, none sampled for nothing";
+  for (const char* key : {"sampling/importance_sampling_ratio/mean", "sampling/sampling_logp_difference/max",
+                          "time/generate_wait", "time/weight_sync"})
+    EXPECT_TRUE(lines[1].contains(key)) << key;
+  // Batch 1 was sampled by the weights that train on it; batch 2 by the
+  // weights before the first update, so the trainer's log-probs differ.
+  const double first = lines[0]["sampling/sampling_logp_difference/mean"].get<double>();
+  const double second = lines[1]["sampling/sampling_logp_difference/mean"].get<double>();
+  EXPECT_LT(first, 1e-4);
+  EXPECT_GT(second, 10 * first + 1e-4);
+}

@@ -1,0 +1,27 @@
+// Correction for completions sampled by other weights than the ones that
+// train on them (async generation, an external sampler): grpo.md §7, as TRL
+// does it. rho = exp(old - sampler) per token, or exp(sum over the sequence)
+// per sequence; ratios above the cap are truncated to it or masked to 0.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include <ATen/ATen.h>
+
+namespace grpo::trainer {
+
+enum class IsCorrectionMode { TokenTruncate, TokenMask, SequenceTruncate, SequenceMask };
+
+// Throws std::invalid_argument for an unknown name.
+IsCorrectionMode is_correction_mode(const std::string& name);
+
+// old: [B, T] log-probs of the trainer's weights when the batch is trained on;
+// sampler: [B, T] log-probs the sampler reported; mask: [B, T] tokens that
+// carry loss. Returns the per-token weight [B, T] (or [B, 1] per sequence)
+// that multiplies the policy loss. Adds `sampling/sampling_logp_difference/{mean,max}`
+// and `sampling/importance_sampling_ratio/{min,mean,max}` to `metrics`.
+at::Tensor importance_weights(const at::Tensor& old, const at::Tensor& sampler, const at::Tensor& mask,
+                              IsCorrectionMode mode, double cap, std::map<std::string, double>& metrics);
+
+}  // namespace grpo::trainer

@@ -1,0 +1,60 @@
+// async_generate (grpo.md §7): while the trainer works through generation
+// batch k, batch k+1 is sampled and scored on a background thread with the
+// weights as they were when it started — one step off-policy. The trainer
+// recomputes `old` with its current weights and corrects for the sampler's
+// own log-probs (importance_sampling.h).
+#include <chrono>
+
+#include <grpo/sampler.h>
+#include <torch/types.h>
+
+#include "trainer/grpo_trainer.h"
+
+namespace grpo::trainer {
+
+namespace {
+
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+}  // namespace
+
+void GrpoTrainer::launch_generation() {
+  // Everything the background thread needs that the main thread changes is
+  // taken here: the prompts, the seed index and the trainer state.
+  std::vector<const Prompt*> prompts = prompts_->next(static_cast<size_t>(prompts_per_generation_));
+  const int64_t generation = generations_++;
+  const plugins::TrainerState state = trainer_state();
+  pending_ = std::async(std::launch::async, [this, prompts, generation, state] {
+    PendingBatch out;
+    out.batch = generate(prompts, out.metrics, "", generation);
+    score(out.batch, out.metrics, state);
+    return out;
+  });
+}
+
+GenerationBatch GrpoTrainer::next_async_batch(Metrics& m) {
+  if (!pending_.valid()) launch_generation();  // the first batch has nothing to overlap with
+  const double t0 = now_s();
+  PendingBatch ready = pending_.get();  // rethrows what the background thread threw
+  m["time/generate_wait"] += now_s() - t0;
+  for (const auto& [k, v] : ready.metrics) m[k] += v;
+  return std::move(ready.batch);
+}
+
+void GrpoTrainer::wait_for_generation() {
+  if (pending_.valid()) pending_.wait();
+}
+
+void GrpoTrainer::sync_sampler_weights(Metrics& m) {
+  const double t0 = now_s();
+  if (!sampler_->in_process()) {
+    sampler_->load_weights(views_->tensors(), GRPO_WEIGHTS_LAST_BUCKET);
+  } else if (sampler_copy_) {  // the sampler reads its own copy while the policy trains
+    torch::NoGradGuard no_grad;
+    auto from = policy_->parameters(), to = sampler_copy_->parameters();
+    for (size_t i = 0; i < from.size(); ++i) to[i].copy_(from[i]);
+  }  // else the sampler aliases the policy: nothing to move
+  m["time/weight_sync"] += now_s() - t0;
+}
+
+}  // namespace grpo::trainer
