@@ -70,6 +70,28 @@ std::vector<std::pair<std::string, std::shared_ptr<ProjImpl>>> projections(Causa
 
 bool has_adapters(CausalLMImpl& model) { return !projections(model, true).empty(); }
 
+std::string adapter_mismatch(CausalLMImpl& model, const LoraOptions& options) {
+  std::vector<std::string> targets;
+  try {
+    targets = resolve_target_modules(options.target_modules);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  std::vector<std::string> attached;
+  for (auto& [name, proj] : projections(model, true)) {
+    attached.push_back(leaf_name(name));
+    if (proj->lora_A.size(0) != options.rank || std::abs(proj->scaling() - options.scaling()) > 1e-12)
+      return fmt::format("lora rank {} / alpha {} (scaling {}) differ from the adapter of {} (rank {}, scaling {})",
+                         options.rank, options.alpha, options.scaling(), name, proj->lora_A.size(0), proj->scaling());
+  }
+  std::sort(attached.begin(), attached.end());
+  attached.erase(std::unique(attached.begin(), attached.end()), attached.end());
+  if (attached != targets)
+    return fmt::format("target_modules ({}) differ from the adapted modules ({})", fmt::join(targets, ", "),
+                       fmt::join(attached, ", "));
+  return "";
+}
+
 bool is_adapter_parameter(const std::string& name) {
   return name.find(".lora_A.") != std::string::npos || name.find(".lora_B.") != std::string::npos;
 }
@@ -84,7 +106,8 @@ std::vector<at::Tensor> adapter_parameters(CausalLMImpl& model) {
 void apply_lora(CausalLMImpl& model, const LoraOptions& options) {
   check_options(options);
   const std::vector<std::string> targets = resolve_target_modules(options.target_modules);
-  if (has_adapters(model)) throw std::logic_error("apply_lora: the model already carries LoRA adapters");
+  if (has_adapters(model))
+    throw std::logic_error("apply_lora: the model already carries LoRA adapters; apply it once, to a base model");
   torch::NoGradGuard no_grad;
   for (at::Tensor& p : model.parameters()) p.requires_grad_(false);
   // One generator drawn in layer order: the same seed gives the same adapters

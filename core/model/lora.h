@@ -50,6 +50,11 @@ std::vector<std::pair<std::string, std::shared_ptr<ProjImpl>>> projections(Causa
                                                                            bool adapted_only = true);
 bool has_adapters(CausalLMImpl& model);
 
+// Empty when the model's adapters are the ones `options` describes (same
+// rank, scaling and resolved target modules), else a sentence saying how they
+// differ.
+std::string adapter_mismatch(CausalLMImpl& model, const LoraOptions& options);
+
 // True for a parameter of an adapter (".lora_A." / ".lora_B." in its name).
 bool is_adapter_parameter(const std::string& name);
 

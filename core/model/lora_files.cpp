@@ -92,6 +92,9 @@ void write_text(const fs::path& path, const std::string& text) {
 void save_peft_adapter(CausalLMImpl& model, const LoraOptions& options, const std::string& dir,
                        const std::string& base_model) {
   if (!has_adapters(model)) throw std::logic_error("save_peft_adapter: the model carries no LoRA adapters");
+  // The config must describe the tensors, or PEFT would load them wrongly scaled or not at all.
+  const std::string mismatch = adapter_mismatch(model, options);
+  if (!mismatch.empty()) throw std::invalid_argument("save_peft_adapter: " + mismatch);
   fs::create_directories(dir);
   std::vector<at::Tensor> keep;  // contiguous CPU copies outlive the views below
   std::vector<TensorView> views;
@@ -107,7 +110,9 @@ void save_peft_adapter(CausalLMImpl& model, const LoraOptions& options, const st
                  {"task_type", "CAUSAL_LM"},
                  {"base_model_name_or_path", base_model},
                  {"r", options.rank},
-                 {"lora_alpha", options.alpha},
+                 // An integral alpha as an integer, as PEFT writes it.
+                 {"lora_alpha", options.alpha == std::floor(options.alpha) ? json(static_cast<int64_t>(options.alpha))
+                                                                           : json(options.alpha)},
                  {"lora_dropout", options.dropout},
                  {"target_modules", resolve_target_modules(options.target_modules)},
                  {"bias", "none"},
@@ -150,16 +155,8 @@ LoraOptions load_peft_adapter(CausalLMImpl& model, const std::string& dir) {
     }
   } else {
     // Adapters already attached (e.g. resuming): they must be the file's.
-    std::set<std::string> attached;
-    for (auto& [name, proj] : projections(model, true)) {
-      attached.insert(name.substr(name.rfind('.') + 1));
-      if (proj->lora_A.size(0) != options.rank || std::abs(proj->scaling() - options.scaling()) > 1e-12)
-        fail(config_path, fmt::format("r {} / lora_alpha {} differ from the model's adapters (rank {}, scaling {})",
-                                      options.rank, options.alpha, proj->lora_A.size(0), proj->scaling()));
-    }
-    if (std::vector<std::string>(attached.begin(), attached.end()) != options.target_modules)
-      fail(config_path, fmt::format("target_modules {} differ from the model's adapters ({})",
-                                    fmt::join(options.target_modules, ", "), fmt::join(attached, ", ")));
+    const std::string mismatch = adapter_mismatch(model, options);
+    if (!mismatch.empty()) fail(config_path, mismatch);
   }
 
   std::set<std::string> unused;

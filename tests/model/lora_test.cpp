@@ -205,7 +205,8 @@ TEST(Lora, PeftFilesHavePeftNamesAndRoundTripBitwise) {
   EXPECT_EQ(config["peft_type"], "LORA");
   EXPECT_EQ(config["task_type"], "CAUSAL_LM");
   EXPECT_EQ(config["r"], 4);
-  EXPECT_EQ(config["lora_alpha"], 8.0);
+  EXPECT_EQ(config["lora_alpha"], 8);
+  EXPECT_TRUE(config["lora_alpha"].is_number_integer());  // as PEFT writes an integral alpha
   EXPECT_EQ(config["lora_dropout"], 0.05);
   EXPECT_EQ(config["target_modules"], (nlohmann::json{"down_proj", "q_proj", "v_proj"}));
   EXPECT_EQ(config["base_model_name_or_path"], kDir);
@@ -252,6 +253,12 @@ TEST(Lora, LoadNamesTheFileAndTensorThatDoNotFit) {
     }
     return std::string("no error");
   };
+
+  // Options that do not describe the model's adapters would write a config PEFT misreads.
+  EXPECT_THROW(save_peft_adapter(*lm, small_options({"q_proj"}), dir.string(), kDir), std::invalid_argument);
+  LoraOptions other_alpha = small_options({"q_proj", "v_proj"});
+  other_alpha.alpha = 16;
+  EXPECT_THROW(save_peft_adapter(*lm, other_alpha, dir.string(), kDir), std::invalid_argument);
 
   rewrite_config([](nlohmann::json& c) { c["r"] = 2; });  // the tensors have rank 4
   std::string msg = load_error();
