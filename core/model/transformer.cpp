@@ -26,12 +26,12 @@ at::Tensor RMSNormImpl::forward(const at::Tensor& x) {
 AttentionImpl::AttentionImpl(const ModelConfig& c)
     : heads_(c.num_attention_heads), kv_heads_(c.num_key_value_heads), head_dim_(c.head_dim) {
   const bool bias = c.attention_bias;
-  q_proj = register_module("q_proj", nn::Linear(nn::LinearOptions(c.hidden_size, heads_ * head_dim_).bias(bias)));
-  k_proj = register_module("k_proj", nn::Linear(nn::LinearOptions(c.hidden_size, kv_heads_ * head_dim_).bias(bias)));
-  v_proj = register_module("v_proj", nn::Linear(nn::LinearOptions(c.hidden_size, kv_heads_ * head_dim_).bias(bias)));
+  q_proj = register_module("q_proj", Proj(c.hidden_size, heads_ * head_dim_, bias));
+  k_proj = register_module("k_proj", Proj(c.hidden_size, kv_heads_ * head_dim_, bias));
+  v_proj = register_module("v_proj", Proj(c.hidden_size, kv_heads_ * head_dim_, bias));
   // Qwen2 biases q/k/v only; Llama and Qwen3 apply attention_bias to o_proj too.
   const bool o_bias = bias && c.arch != Arch::Qwen2;
-  o_proj = register_module("o_proj", nn::Linear(nn::LinearOptions(heads_ * head_dim_, c.hidden_size).bias(o_bias)));
+  o_proj = register_module("o_proj", Proj(heads_ * head_dim_, c.hidden_size, o_bias));
   if (c.qk_norm) {
     q_norm = register_module("q_norm", RMSNorm(head_dim_, c.rms_norm_eps));
     k_norm = register_module("k_norm", RMSNorm(head_dim_, c.rms_norm_eps));
@@ -66,11 +66,9 @@ at::Tensor AttentionImpl::forward(const at::Tensor& x, const at::Tensor& cos, co
 }
 
 MlpImpl::MlpImpl(const ModelConfig& c) {
-  gate_proj =
-      register_module("gate_proj", nn::Linear(nn::LinearOptions(c.hidden_size, c.intermediate_size).bias(false)));
-  up_proj = register_module("up_proj", nn::Linear(nn::LinearOptions(c.hidden_size, c.intermediate_size).bias(false)));
-  down_proj =
-      register_module("down_proj", nn::Linear(nn::LinearOptions(c.intermediate_size, c.hidden_size).bias(false)));
+  gate_proj = register_module("gate_proj", Proj(c.hidden_size, c.intermediate_size, false));
+  up_proj = register_module("up_proj", Proj(c.hidden_size, c.intermediate_size, false));
+  down_proj = register_module("down_proj", Proj(c.intermediate_size, c.hidden_size, false));
 }
 
 at::Tensor MlpImpl::forward(const at::Tensor& x) { return down_proj(at::silu(gate_proj(x)) * up_proj(x)); }

@@ -1,7 +1,8 @@
 // Decoder-only transformers of the Qwen2 / Llama / Qwen3 families, in the
 // LibTorch C++ frontend's style. Parameters carry Hugging Face's names
 // (model.layers.0.self_attn.q_proj.weight, ...), so checkpoints load and save
-// by name.
+// by name. The projections of the decoder layers may carry LoRA adapters
+// (model/lora.h); lm_head never does.
 #pragma once
 
 #include <torch/nn/module.h>
@@ -12,6 +13,7 @@
 
 #include "model/kv_cache.h"
 #include "model/model_config.h"
+#include "model/proj.h"
 
 namespace grpo::model {
 
@@ -34,7 +36,7 @@ class AttentionImpl : public torch::nn::Module {
   at::Tensor forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& mask,
                      KvCache* cache, size_t layer);
 
-  torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  Proj q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
   RMSNorm q_norm{nullptr}, k_norm{nullptr};  // Qwen3 only
 
  private:
@@ -46,7 +48,7 @@ class MlpImpl : public torch::nn::Module {
  public:
   explicit MlpImpl(const ModelConfig& config);
   at::Tensor forward(const at::Tensor& x);  // down(silu(gate(x)) * up(x))
-  torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+  Proj gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
 };
 TORCH_MODULE(Mlp);
 

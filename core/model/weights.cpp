@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "model/lora.h"
+
 namespace grpo::model {
 
 namespace fs = std::filesystem;
@@ -90,6 +92,7 @@ void load_weights(CausalLMImpl& model, const CheckpointFiles& files) {
   check_tensors(model.config(), files);
   torch::NoGradGuard no_grad;
   for (auto& item : model.named_parameters()) {
+    if (is_adapter_parameter(item.key())) continue;
     const TensorView& view = files.require(item.key());
     item.value().copy_(tensor_view(view));
   }
@@ -114,20 +117,28 @@ void copy_tokenizer_files(const std::string& from_dir, const std::string& to_dir
 }
 
 void save_model(CausalLMImpl& model, const std::string& dir, const std::string& tokenizer_dir, size_t max_shard_bytes) {
+  std::vector<std::pair<std::string, at::Tensor>> tensors;
+  for (auto& item : model.named_parameters())
+    if (!is_adapter_parameter(item.key())) tensors.emplace_back(item.key(), item.value());
+  save_model_tensors(model.config(), tensors, dir, tokenizer_dir, max_shard_bytes);
+}
+
+void save_model_tensors(const ModelConfig& config, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
+                        const std::string& dir, const std::string& tokenizer_dir, size_t max_shard_bytes) {
   fs::create_directories(dir);
   std::vector<at::Tensor> keep;  // contiguous CPU copies outlive the views below
   std::vector<TensorView> views;
-  for (auto& item : model.named_parameters()) {
-    at::Tensor t = item.value().detach().to(at::kCPU).contiguous();
+  for (const auto& [name, value] : tensors) {
+    at::Tensor t = value.detach().to(at::kCPU).contiguous();
     keep.push_back(t);
-    views.push_back(TensorView{item.key(), to_dtype(t.scalar_type()), t.sizes().vec(), t.data_ptr(),
-                               static_cast<size_t>(t.nbytes())});
+    views.push_back(
+        TensorView{name, to_dtype(t.scalar_type()), t.sizes().vec(), t.data_ptr(), static_cast<size_t>(t.nbytes())});
   }
   write_sharded(dir, views, max_shard_bytes);
-  nlohmann::json config = model.config().to_json();
-  if (!keep.empty()) config["torch_dtype"] = torch_dtype_name(keep[0].scalar_type());
+  nlohmann::json json = config.to_json();
+  if (!keep.empty()) json["torch_dtype"] = torch_dtype_name(keep[0].scalar_type());
   const std::string tmp = (fs::path(dir) / "config.json.tmp").string();
-  std::ofstream(tmp) << config.dump(2) << "\n";
+  std::ofstream(tmp) << json.dump(2) << "\n";
   fs::rename(tmp, fs::path(dir) / "config.json");
   if (!tokenizer_dir.empty()) copy_tokenizer_files(tokenizer_dir, dir);
 }

@@ -4,6 +4,8 @@
 #include <ATen/ATen.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "model/checkpoint_files.h"
 #include "model/safetensors.h"
@@ -20,7 +22,8 @@ at::Tensor tensor_view(const TensorView& view);
 
 // Checks every expected tensor (name, shape) and copies it into the model's
 // parameters, converting to the parameters' dtype. Throws naming the tensor
-// and the file on a missing tensor or a wrong shape.
+// and the file on a missing tensor or a wrong shape. LoRA adapters are not
+// part of a base checkpoint: they keep their values.
 void load_weights(CausalLMImpl& model, const CheckpointFiles& files);
 
 // Loads a Hugging Face model directory (config.json + safetensors).
@@ -30,8 +33,16 @@ CausalLM load_model(const std::string& dir, at::ScalarType dtype = at::kFloat);
 // Writes config.json and model.safetensors (sharded beyond max_shard_bytes)
 // so that Hugging Face transformers and vLLM load the directory; the
 // tokenizer files of `tokenizer_dir` (when given) are copied beside them.
+// LoRA adapters are left out: this is the base model (save_peft_adapter
+// writes the adapters, save_merged_model merges them in).
 void save_model(CausalLMImpl& model, const std::string& dir, const std::string& tokenizer_dir = "",
                 size_t max_shard_bytes = size_t(5) << 30);
+
+// save_model for tensors given by Hugging Face name (e.g. merged weights):
+// config.json from `config`, torch_dtype from the first tensor.
+void save_model_tensors(const ModelConfig& config, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
+                        const std::string& dir, const std::string& tokenizer_dir = "",
+                        size_t max_shard_bytes = size_t(5) << 30);
 
 // Copies tokenizer.json, tokenizer_config.json and the other files a
 // tokenizer or generation settings live in, those that exist.
