@@ -122,6 +122,7 @@ std::vector<FlagSpec> build_table() {
   add(integer("lora_alpha", 32, "LoRA alpha (scale = alpha / rank)").at_least(1));
   add(real("lora_dropout", 0.05, "dropout on the LoRA input").at_least(0).below(1));
   add(texts("target_modules", json::array({"all-linear"}), "modules LoRA adapts: all-linear or a list of names"));
+  add(boolean("merge_lora", false, "LoRA: also write each checkpoint's merged model (checkpoint-N/merged)"));
   add(texts("dataset", json::array(), "training data files or directories; `path#N` takes N rows")
           .hint("PATH..."));
   add(texts("val_dataset", json::array(), "validation data, same form as dataset").hint("PATH..."));

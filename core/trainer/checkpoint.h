@@ -10,16 +10,27 @@
 #include <torch/optim/adamw.h>
 
 #include "config/config.h"
+#include "model/lora.h"
 #include "model/transformer.h"
 
 namespace grpo::trainer {
 
+// AdamW over the parameters that train (under LoRA: the adapters only).
 std::unique_ptr<torch::optim::AdamW> make_adamw(const config::Config& cfg, model::CausalLMImpl& model);
+
+// The run's LoRA settings (lora_rank, lora_alpha, lora_dropout, target_modules, seed).
+model::LoraOptions lora_options(const config::Config& cfg);
+
+// The policy as --train_type says: a full model, or the base with LoRA
+// adapters (fresh, or read from a checkpoint's PEFT files when resuming).
+model::CausalLM load_policy(const config::Config& cfg, at::ScalarType dtype);
 
 // Sets the learning rate of every parameter group.
 void set_learning_rate(torch::optim::AdamW& optimizer, double lr);
 
-// Writes output_dir/checkpoint-<step>: the model as Hugging Face loads it,
+// Writes output_dir/checkpoint-<step>: the model as Hugging Face loads it
+// (under LoRA: PEFT's adapter files, plus the merged model in merged/ when
+// --merge_lora),
 // the tokenizer files of tokenizer_dir, trainer_state.json = state, and
 // whatever `extra` writes into the temporary directory before it is renamed.
 // Returns the checkpoint's directory.

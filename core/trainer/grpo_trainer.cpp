@@ -16,6 +16,7 @@
 #include <torch/types.h>
 #include <torch/utils.h>
 
+#include "model/lora.h"
 #include "model/threads.h"
 #include "model/weights.h"
 #include "plugins/plugin_options.h"
@@ -99,10 +100,13 @@ GrpoTrainer::GrpoTrainer(const config::Config& cfg)
   needs_old_logp_ = iterations > 1 || steps_per_generation > ga_ || async_ || is_correction_;
   const at::ScalarType dtype = dtype_of(cfg.get_string("torch_dtype"));
   const std::string resume = cfg.get_string("resume_from_checkpoint");
-  policy_ = model::load_model(resume.empty() ? model_dir_ : resume, dtype);
+  lora_ = cfg.get_string("train_type") == "lora";
+  policy_ = load_policy(cfg, dtype);
   policy_->train();
   policy_->set_gradient_checkpointing(cfg.get_bool("gradient_checkpointing"));
-  if (cfg.get_double("beta") != 0.0) {  // a frozen copy of the initial policy
+  // The reference: under LoRA the policy with its adapters disabled (no
+  // second copy), else a frozen copy of the initial policy or --ref_model.
+  if (cfg.get_double("beta") != 0.0 && (!lora_ || !cfg.get_string("ref_model").empty())) {
     reference_ = model::load_model(cfg.get_string("ref_model").empty() ? model_dir_ : cfg.get_string("ref_model"), dtype);
     for (auto& p : reference_->parameters()) p.set_requires_grad(false);
   }
@@ -150,12 +154,23 @@ GrpoTrainer::GrpoTrainer(const config::Config& cfg)
   sampler_args["num_threads"] = cfg.get_int("num_threads");
   sampler_ = plugins::SamplerClient::create(sampler, plugins::resolve_plugin_options(sampler.info, {}, sampler_args),
                                             plugin_metrics_, run_config);
-  if (async_ && sampler_->in_process()) {  // it samples while the policy trains: give it its own copy
-    sampler_copy_ = model::load_model(resume.empty() ? model_dir_ : resume, dtype);
-    for (auto& p : sampler_copy_->parameters()) p.set_requires_grad(false);
+  if (lora_) {  // the sampler's model has no adapters: it reads W + scaling * B A, merged after each step
+    merged_ = model::merged_weight_buffers(*policy_);
+    model::merge_lora_into(*policy_, merged_);
+    std::vector<std::pair<std::string, at::Tensor>> named;
+    for (const auto& p : policy_->named_parameters())
+      if (!model::is_adapter_parameter(p.key()))
+        named.emplace_back(p.key(), merged_.count(p.key()) ? merged_.at(p.key()) : p.value());
+    views_ = std::make_unique<WeightViews>(named);
+  } else {
+    if (async_ && sampler_->in_process()) {  // it samples while the policy trains: give it its own copy
+      sampler_copy_ = model::load_model(resume.empty() ? model_dir_ : resume, dtype);
+      for (auto& p : sampler_copy_->parameters()) p.set_requires_grad(false);
+    }
+    views_ = std::make_unique<WeightViews>(sampler_copy_ ? *sampler_copy_ : *policy_);
   }
-  views_ = std::make_unique<WeightViews>(sampler_copy_ ? *sampler_copy_ : *policy_);
-  sampler_->load_weights(views_->tensors(), GRPO_WEIGHTS_VIEW | GRPO_WEIGHTS_LAST_BUCKET);
+  sampler_->load_weights(views_->tensors(),
+                         GRPO_WEIGHTS_VIEW | GRPO_WEIGHTS_LAST_BUCKET | (lora_ ? GRPO_WEIGHTS_MERGED_LORA : 0u));
 
   sample_options_.temperature = cfg.get_double("temperature");
   sample_options_.top_p = cfg.get_double("top_p");
@@ -266,10 +281,16 @@ void GrpoTrainer::refill(Metrics& m, int64_t micro_done) {
   const double t0 = now_s();
   const model::LogprobOptions lp{cfg_.get_double("temperature"), 256, /*entropy=*/false};
   torch::NoGradGuard no_grad;
+  policy_->eval();  // the policy's own probabilities: no LoRA dropout in these passes
   MetricSums correction;
   for (MicroBatch& mb : parts) {
     if (needs_old_logp_) mb.old_logp = completion_logprobs(*policy_, mb.batch, lp).logprobs;
-    if (reference_) mb.ref_logp = completion_logprobs(*reference_, mb.batch, lp).logprobs;
+    if (reference_) {
+      mb.ref_logp = completion_logprobs(*reference_, mb.batch, lp).logprobs;
+    } else if (lora_ && loss_options_.beta != 0.0) {
+      model::AdaptersDisabled base(*policy_);
+      mb.ref_logp = completion_logprobs(*policy_, mb.batch, lp).logprobs;
+    }
     if (is_correction_ && mb.old_logp.defined() && mb.sampler_logp.defined()) {
       Metrics c;
       mb.is_weight = importance_weights(mb.old_logp, mb.sampler_logp, mb.batch.completion_mask, is_mode_,
@@ -277,6 +298,7 @@ void GrpoTrainer::refill(Metrics& m, int64_t micro_done) {
       for (const auto& [k, v] : c) correction.add(k, v);
     }
   }
+  policy_->train();
   for (const auto& [k, v] : correction.sum) m[k] = v / correction.count[k];
   m["time/logprob"] += now_s() - t0;
   for (int64_t it = 0; it < iterations; ++it) queue_.insert(queue_.end(), parts.begin(), parts.end());

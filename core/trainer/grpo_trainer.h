@@ -101,6 +101,8 @@ class GrpoTrainer {
   IsCorrectionMode is_mode_ = IsCorrectionMode::SequenceMask;
   std::future<PendingBatch> pending_;          // async_generate: the batch being sampled
   model::CausalLM sampler_copy_{nullptr};      // async + in-process sampler: the weights it reads
+  bool lora_ = false;
+  std::map<std::string, at::Tensor> merged_;   // LoRA: W + scaling * B A of each adapted weight, for the sampler
   int64_t G_ = 0, prompts_per_generation_ = 0, micro_batch_ = 0, ga_ = 1, max_steps_ = 0, global_step_ = 0;
   int64_t generations_ = 0;       // generation batches sampled so far: part of every sampling seed
   int64_t step_active_tokens_ = 0;

@@ -55,8 +55,6 @@ RolloutSequence example_of(const data::Row& row, const tok::Tokenizer& tokenizer
 void run_sft(const config::Config& cfg) {
   if (cfg.get_string("model").empty()) throw config::ConfigError("sft needs --model DIR");
   if (cfg.get_strings("dataset").empty()) throw config::ConfigError("sft needs --dataset rows.jsonl");
-  if (cfg.get_string("train_type") != "full")
-    throw config::ConfigError("--train_type lora is not built yet: train with --train_type full");
   model::configure_cpu_threads(static_cast<int>(cfg.get_int("num_threads")));
   torch::manual_seed(static_cast<uint64_t>(cfg.get_int("seed")));
   const std::string model_dir = cfg.get_string("model"), output_dir = cfg.get_string("output_dir");
@@ -71,7 +69,7 @@ void run_sft(const config::Config& cfg) {
     for (const data::Row& row : data::load_rows(spec)) examples.push_back(example_of(row, tokenizer, family, system));
   if (examples.empty()) throw data::DataError("the sft dataset has no rows");
 
-  model::CausalLM policy = model::load_model(model_dir);
+  model::CausalLM policy = load_policy(cfg, at::kFloat);  // full, or the base with LoRA adapters
   policy->train();
   policy->set_gradient_checkpointing(cfg.get_bool("gradient_checkpointing"));
   auto optimizer = make_adamw(cfg, *policy);

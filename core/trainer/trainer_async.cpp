@@ -8,6 +8,7 @@
 #include <grpo/sampler.h>
 #include <torch/types.h>
 
+#include "model/lora.h"
 #include "trainer/grpo_trainer.h"
 
 namespace grpo::trainer {
@@ -47,6 +48,7 @@ void GrpoTrainer::wait_for_generation() {
 
 void GrpoTrainer::sync_sampler_weights(Metrics& m) {
   const double t0 = now_s();
+  if (lora_) model::merge_lora_into(*policy_, merged_);  // the merged buffers are what the sampler reads
   if (!sampler_->in_process()) {
     sampler_->load_weights(views_->tensors(), GRPO_WEIGHTS_LAST_BUCKET);
   } else if (sampler_copy_) {  // the sampler reads its own copy while the policy trains

@@ -1,6 +1,6 @@
 // GRPO checkpoints: everything a resumed run needs to continue exactly — the
 // weights (the checkpoint's model), AdamW's moments, the step, the prompt
-// order and the sampling-seed counter.
+// order, the sampling-seed counter and the random state.
 #include <filesystem>
 #include <fstream>
 
@@ -28,7 +28,11 @@ void GrpoTrainer::save_checkpoint() {
        {"epoch", prompts_->epoch()},
        {"generations", generations_},
        {"prompts", prompts_->state()}},
-      [&](const std::string& tmp) { torch::save(*optimizer_, (fs::path(tmp) / "optimizer.pt").string()); });
+      [&](const std::string& tmp) {
+        torch::save(*optimizer_, (fs::path(tmp) / "optimizer.pt").string());
+        // LoRA dropout draws from the default generator: resume its sequence too.
+        torch::save(at::globalContext().defaultGenerator(at::kCPU).get_state(), (fs::path(tmp) / "rng_state.pt").string());
+      });
 }
 
 void GrpoTrainer::resume_from(const std::string& dir) {
@@ -41,6 +45,12 @@ void GrpoTrainer::resume_from(const std::string& dir) {
   generations_ = state.value("generations", global_step_);
   prompts_->restore(state.at("prompts"));
   torch::load(*optimizer_, optimizer_path.string());
+  if (fs::exists(fs::path(dir) / "rng_state.pt")) {
+    at::Tensor rng;
+    torch::load(rng, (fs::path(dir) / "rng_state.pt").string());
+    at::Generator generator = at::globalContext().defaultGenerator(at::kCPU);  // a handle to the same generator
+    generator.set_state(rng);
+  }
   spdlog::info("resumed from {} at step {}", dir, global_step_);
 }
 

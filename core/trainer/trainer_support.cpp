@@ -17,8 +17,6 @@ void check_trainer_support(const config::Config& cfg) {
   auto refuse = [&](bool bad, const std::string& why) {
     if (bad) problems.push_back(why);
   };
-  refuse(cfg.get_string("train_type") != "full",
-         "--train_type lora is not built yet: train with --train_type full (LoRA comes with the next trainer release)");
   refuse(cfg.get_bool("async_generate") && cfg.get_bool("dynamic_sample"),
          "--async_generate with --dynamic_sample is not supported: resampling needs the batch's rewards before the "
          "next batch starts; keep one of them");
@@ -44,7 +42,8 @@ void check_trainer_support(const config::Config& cfg) {
       "num_iterations", "dynamic_sample", "max_resample_times", "async_generate",
       "vllm_importance_sampling_correction", "vllm_importance_sampling_mode", "vllm_importance_sampling_clip_max", "resume_from_checkpoint",
       "val_dataset", "split_dataset_ratio", "eval_steps", "per_device_eval_batch_size", "max_length",
-      "truncation_strategy", "skip_bad_rows"};
+      "truncation_strategy", "skip_bad_rows", "lora_rank", "lora_alpha", "lora_dropout", "target_modules",
+      "merge_lora"};
   for (const config::FlagSpec& flag : config::flag_table())
     if (flag.availability == config::Availability::Available && cfg.is_set(flag.name) && !kUsed.count(flag.name))
       spdlog::warn("--{} is accepted but has no effect in this trainer yet", flag.name);

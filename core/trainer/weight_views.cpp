@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "model/lora.h"
+
 namespace grpo::trainer {
 
 namespace {
@@ -18,17 +20,28 @@ grpo_dl_dtype dl_dtype(at::ScalarType t) {
 
 }  // namespace
 
-WeightViews::WeightViews(model::CausalLMImpl& model) {
-  auto params = model.named_parameters();
+namespace {
+
+std::vector<std::pair<std::string, at::Tensor>> base_parameters(model::CausalLMImpl& model) {
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  for (const auto& p : model.named_parameters())
+    if (!model::is_adapter_parameter(p.key())) out.emplace_back(p.key(), p.value());
+  return out;
+}
+
+}  // namespace
+
+WeightViews::WeightViews(model::CausalLMImpl& model) : WeightViews(base_parameters(model)) {}
+
+WeightViews::WeightViews(const std::vector<std::pair<std::string, at::Tensor>>& params) {
   // Reserve first: the views point into these vectors' elements.
   keep_.reserve(params.size());
   names_.reserve(params.size());
   shapes_.reserve(params.size());
   strides_.reserve(params.size());
-  for (auto& p : params) {
-    const at::Tensor& t = p.value();
+  for (const auto& [name, t] : params) {
     keep_.push_back(t);
-    names_.push_back(p.key());
+    names_.push_back(name);
     shapes_.push_back(t.sizes().vec());
     strides_.push_back(t.strides().vec());
     grpo_dl_device device{t.is_cuda() ? GRPO_DEVICE_CUDA : GRPO_DEVICE_CPU,

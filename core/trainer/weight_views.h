@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <grpo/tensor.h>
@@ -14,7 +15,10 @@ namespace grpo::trainer {
 
 class WeightViews {
  public:
+  // The model's parameters by Hugging Face name; LoRA adapter parameters are
+  // not part of a sampler's model and are left out.
   explicit WeightViews(model::CausalLMImpl& model);
+  explicit WeightViews(const std::vector<std::pair<std::string, at::Tensor>>& named);
   const std::vector<grpo_named_tensor>& tensors() const { return tensors_; }
 
  private:
