@@ -1,7 +1,9 @@
 // Where a GRPO step's time goes on the quickstart's model and settings:
 // generate, reward, logprob, backward, optimizer, weight sync, and
 // everything else (the step's own bookkeeping), each as a fraction of the
-// measured step time, from one run of `grpo-host train`.
+// measured step time, from one run of `grpo-host train`; then the same run
+// with --async_generate (the next batch sampled while this one trains) and
+// the ratio of their step times.
 //   bench_step [--model DIR] [--steps 6] [--threads 2]
 // Without --model a fresh `small` preset model is created (untrained, so its
 // completions run to max_completion_length: a generation-heavy step).
@@ -25,6 +27,26 @@ int run(const std::string& cmd) {
   return std::system((cmd + " > /dev/null 2>&1").c_str());
 }
 
+// Runs one training command and sums each metric over the steps after the first.
+bool run_and_sum(const std::string& cmd, const std::string& out, std::map<std::string, double>& sums, int& n) {
+  if (run(cmd) != 0) {
+    std::fprintf(stderr, "grpo-host train failed; rerun the command above to see why\n");
+    return false;
+  }
+  std::ifstream log(out + "/logging.jsonl");
+  n = 0;
+  int line_no = 0;
+  for (std::string line; std::getline(log, line);) {
+    nlohmann::json j = nlohmann::json::parse(line);
+    if (line_no++ == 0) continue;  // the first step pays one-time costs (thread pools, first allocations)
+    ++n;
+    for (const auto& [k, v] : j.items())
+      if (v.is_number()) sums[k] += v.get<double>();
+  }
+  if (n < 1) std::fprintf(stderr, "need at least 2 steps\n");
+  return n >= 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -43,42 +65,34 @@ int main(int argc, char** argv) {
     model = (work / "model").string();
     if (run(host + " init-model --arch qwen2 --preset small --out " + model + " --seed 1") != 0) return 1;
   }
-  const std::string config = std::string(GRPO_SOURCE_DIR) + "/configs/quickstart/grpo.yaml";
-  const std::string out = (work / "run").string();
   // The quickstart's GRPO settings; one log line per step, nothing else written.
-  if (run(host + " train --config " + config + " --model " + model + " --dataset " + GRPO_SOURCE_DIR +
-          "/configs/quickstart/train.jsonl --max_steps " + std::to_string(steps) +
-          " --logging_steps 1 --save_steps 100000 --log_completions false --report_to none --num_threads " +
-          std::to_string(threads) + " --output_dir " + out) != 0) {
-    std::fprintf(stderr, "grpo-host train failed; rerun the command above to see why\n");
-    return 1;
-  }
-  std::map<std::string, double> sums;
-  std::ifstream log(out + "/logging.jsonl");
+  const std::string train = host + " train --config " + GRPO_SOURCE_DIR + "/configs/quickstart/grpo.yaml --model " +
+                            model + " --dataset " + GRPO_SOURCE_DIR + "/configs/quickstart/train.jsonl --max_steps " +
+                            std::to_string(steps) +
+                            " --logging_steps 1 --save_steps 100000 --log_completions false --report_to none "
+                            "--num_threads " + std::to_string(threads);
+  std::map<std::string, double> sync, async;
   int n = 0;
-  for (std::string line; std::getline(log, line);) {
-    nlohmann::json j = nlohmann::json::parse(line);
-    if (n++ == 0) continue;  // the first step pays one-time costs (thread pools, first allocations)
-    for (const char* k : {"step_time", "time/generate", "time/reward", "time/logprob", "time/backward",
-                          "time/optimizer", "time/weight_sync", "num_tokens"})
-      sums[k] += j.value(k, 0.0);
-  }
-  if (n < 2) {
-    std::fprintf(stderr, "need at least 2 steps\n");
+  if (!run_and_sum(train + " --output_dir " + (work / "sync").string(), (work / "sync").string(), sync, n) ||
+      !run_and_sum(train + " --async_generate true --output_dir " + (work / "async").string(),
+                   (work / "async").string(), async, n))
     return 1;
-  }
-  const double step = sums["step_time"];
+  const double step = sync["step_time"];
   double parts = 0;
-  std::printf("\nGRPO step breakdown, quickstart settings, %d steps after the first, %d threads\n", n - 1, threads);
+  std::printf("\nGRPO step breakdown, quickstart settings, %d steps after the first, %d threads\n", n, threads);
   std::printf("%-18s %10s %10s\n", "phase", "s/step", "fraction");
   for (const char* k : {"time/generate", "time/reward", "time/logprob", "time/backward", "time/optimizer",
                         "time/weight_sync"}) {
-    parts += sums[k];
-    std::printf("%-18s %10.4f %10.3f\n", k, sums[k] / (n - 1), sums[k] / step);
+    parts += sync[k];
+    std::printf("%-18s %10.4f %10.3f\n", k, sync[k] / n, sync[k] / step);
   }
-  std::printf("%-18s %10.3f %10.3f\n", "everything else", (step - parts) / (n - 1), (step - parts) / step);
-  std::printf("%-18s %10.3f %10s   (%.0f completion tokens/s)\n", "step", step / (n - 1), "1.000",
-              sums["num_tokens"] / step);
+  std::printf("%-18s %10.3f %10.3f\n", "everything else", (step - parts) / n, (step - parts) / step);
+  std::printf("%-18s %10.3f %10s   (%.0f completion tokens/s)\n", "step", step / n, "1.000",
+              sync["num_tokens"] / step);
+  std::printf("\nasync_generate: %.3f s/step (waiting for generation %.3f s/step, weight sync %.4f s/step): "
+              "%.2fx the synchronous step time\n",
+              async["step_time"] / n, async["time/generate_wait"] / n, async["time/weight_sync"] / n,
+              async["step_time"] / step);
   fs::remove_all(work);
   return 0;
 }

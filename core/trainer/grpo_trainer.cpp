@@ -335,7 +335,7 @@ void GrpoTrainer::update(Metrics& m) {
   m["grad_norm"] = grad_norm;
   m["learning_rate"] = lr;
   m["time/optimizer"] = now_s() - t_opt;
-  m["time/weight_sync"] = 0;
+  m.emplace("time/weight_sync", 0.0);    // logged even when nothing moves (in-process views)
   if (!async_) sync_sampler_weights(m);  // async: at the next batch's launch, never under a running generation
 }
 
