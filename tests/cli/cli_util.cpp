@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <gtest/gtest.h>
+
 #include "plugin_paths.h"
 
 namespace grpo::testing {
@@ -35,6 +37,18 @@ std::string temp_dir(const std::string& name) {
 }
 
 void write_file(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+std::string tiny_run_dir(const std::string& name, bool with_solution, const std::string& extra_rows) {
+  std::string dir = temp_dir(name);
+  CommandResult r = run_host("init-model --arch qwen2 --preset tiny --out " + dir + "/model --seed 3");
+  if (r.exit_code != 0) ADD_FAILURE() << r.output;
+  std::string rows;
+  for (int i = 1; i <= 8; ++i)
+    rows += "{\"problem\": \"" + std::to_string(i) + "+1=?\"" +
+            (with_solution ? ", \"solution\": \"" + std::to_string(i + 1) + "\"" : std::string()) + "}\n";
+  write_file(dir + "/rows.jsonl", rows + extra_rows);
+  return dir;
+}
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path);

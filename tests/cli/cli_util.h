@@ -21,6 +21,9 @@ CommandResult run_host(const std::string& args, const std::string& env = "");
 
 // A fresh temporary directory for one test.
 std::string temp_dir(const std::string& name);
+// temp_dir(name) holding a tiny random model in dir/model and dir/rows.jsonl
+// with the additions 1+1 .. 8+1 (`problem`, and `solution` unless told not to).
+std::string tiny_run_dir(const std::string& name, bool with_solution = true, const std::string& extra_rows = "");
 void write_file(const std::string& path, const std::string& text);
 std::string read_file(const std::string& path);
 // One JSON value per non-empty line.

@@ -13,14 +13,7 @@ using namespace grpo::testing;
 namespace {
 
 std::string setup(const std::string& name, const std::string& extra_rows = "") {
-  std::string dir = temp_dir(name);
-  CommandResult r = run_host("init-model --arch qwen2 --preset tiny --out " + dir + "/model --seed 3");
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  std::string rows;
-  for (int i = 1; i <= 8; ++i)
-    rows += "{\"problem\": \"" + std::to_string(i) + "+1=?\", \"solution\": \"" + std::to_string(i + 1) + "\"}\n";
-  write_file(dir + "/rows.jsonl", rows + extra_rows);
-  return dir;
+  return tiny_run_dir(name, true, extra_rows);
 }
 
 std::string base_flags(const std::string& dir) {

@@ -13,13 +13,7 @@ using namespace grpo::testing;
 namespace {
 
 std::string setup(const std::string& name) {
-  std::string dir = temp_dir(name);
-  CommandResult r = run_host("init-model --arch qwen2 --preset tiny --out " + dir + "/model --seed 3");
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  std::string rows;
-  for (int i = 1; i <= 8; ++i) rows += "{\"problem\": \"" + std::to_string(i) + "+1=?\"}\n";
-  write_file(dir + "/rows.jsonl", rows);
-  return dir;
+  return tiny_run_dir(name, false);
 }
 
 std::string lora_flags(const std::string& dir) {
