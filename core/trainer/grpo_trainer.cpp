@@ -18,6 +18,7 @@
 
 #include "model/threads.h"
 #include "model/weights.h"
+#include "plugins/plugin_error.h"
 #include "plugins/plugin_options.h"
 #include "trainer/checkpoint.h"
 #include "trainer/progress_line.h"
@@ -135,16 +136,18 @@ GrpoTrainer::GrpoTrainer(const config::Config& cfg)
                                                   static_cast<int>(cfg.get_int("num_threads")));
 
   // The sampler gets the policy's parameters as views: in process it aliases
-  // them, so every optimizer step is visible to the next generation for free.
+  // them, so every optimizer step is visible to the next generation for free;
+  // out of process it gets their values now and after every update.
   plugins::ResolvedPlugin sampler = registry_.require(cfg.get_string("sampler"), GRPO_SAMPLER_INTERFACE);
-  nlohmann::json sampler_args = cfg.get_json("sampler_args");
-  sampler_args["model"] = model_dir_;
-  sampler_args["torch_dtype"] = cfg.get_string("torch_dtype");
-  sampler_args["num_threads"] = cfg.get_int("num_threads");
-  sampler_ = plugins::SamplerClient::create(sampler, plugins::resolve_plugin_options(sampler.info, {}, sampler_args),
-                                            plugin_metrics_, run_config);
+  // Filled only where the sampler declares these options; sampler_args win.
+  const nlohmann::json run_values = {{"model", model_dir_},
+                                     {"torch_dtype", cfg.get_string("torch_dtype")},
+                                     {"num_threads", cfg.get_int("num_threads")}};
+  sampler_ = plugins::SamplerClient::create(
+      sampler, plugins::resolve_plugin_options(sampler.info, run_values, cfg.get_json("sampler_args")),
+      plugin_metrics_, run_config);
   views_ = std::make_unique<WeightViews>(*policy_);
-  sampler_->load_weights(views_->tensors(), GRPO_WEIGHTS_VIEW | GRPO_WEIGHTS_LAST_BUCKET);
+  sampler_->load_weights(views_->tensors(), (sampler_->in_process() ? GRPO_WEIGHTS_VIEW : 0u) | GRPO_WEIGHTS_LAST_BUCKET);
 
   sample_options_.temperature = cfg.get_double("temperature");
   sample_options_.top_p = cfg.get_double("top_p");
@@ -191,8 +194,15 @@ void GrpoTrainer::train() {
   const int64_t eval_steps = cfg_.is_null("eval_steps") ? 0 : cfg_.get_int("eval_steps");
   ProgressLine progress(max_steps_);
   auto previous_int = std::signal(SIGINT, request_stop), previous_term = std::signal(SIGTERM, request_stop);
+  std::string plugin_failure;  // a sampler (e.g. a rollout server gone away) or reward plugin that failed
   while (global_step_ < max_steps_ && !g_stop_requested) {
-    Metrics m = step();
+    Metrics m;
+    try {
+      m = step();
+    } catch (const plugins::PluginError& e) {
+      plugin_failure = e.what();
+      break;
+    }
     log_->add(m);
     progress.update(global_step_, m);
     if (global_step_ % logging_steps == 0 || global_step_ == max_steps_) {
@@ -206,6 +216,21 @@ void GrpoTrainer::train() {
     if (save_steps > 0 && global_step_ % save_steps == 0 && global_step_ < max_steps_) save_checkpoint();
   }
   progress.clear();
+  if (!plugin_failure.empty()) {
+    // Finished steps are kept: the run continues from them once the plugin works again.
+    log_->flush(global_step_, max_steps_);
+    spdlog::error("stopped at step {}/{}: {}", global_step_, max_steps_, plugin_failure);
+    std::string saved = "no step had finished, so there is no checkpoint";
+    if (global_step_ > 0) {
+      save_checkpoint();
+      saved = "saved " + (fs::path(output_dir_) / ("checkpoint-" + std::to_string(global_step_))).string() +
+              ": fix that and continue with --resume_from_checkpoint on it";
+    }
+    std::signal(SIGINT, previous_int);
+    std::signal(SIGTERM, previous_term);
+    throw std::runtime_error("training stopped at step " + std::to_string(global_step_) + "/" +
+                             std::to_string(max_steps_) + " because a plugin failed (above); " + saved);
+  }
   if (g_stop_requested) {
     log_->flush(global_step_, max_steps_);
     spdlog::warn("stopped by a signal at step {}/{}: saving a checkpoint", global_step_, max_steps_);
@@ -230,6 +255,11 @@ Metrics GrpoTrainer::step() {
   for (const auto& [k, v] : sums.sum) m[k] = v / sums.count[k];
   update(m);  // clip, AdamW; the in-process sampler sees the update in place
   ++global_step_;
+  if (!sampler_->in_process()) {  // pushed after the step is counted: a failed push keeps the update
+    const double t_sync = now_s();
+    sampler_->load_weights(views_->tensors(), GRPO_WEIGHTS_LAST_BUCKET);
+    m["time/weight_sync"] = now_s() - t_sync;
+  }
   m["global_step"] = static_cast<double>(global_step_);
   m["epoch"] = prompts_->epoch();
   m["step_time"] = now_s() - start;
@@ -286,7 +316,7 @@ void GrpoTrainer::update(Metrics& m) {
   m["grad_norm"] = grad_norm;
   m["learning_rate"] = lr;
   m["time/optimizer"] = now_s() - t_opt;
-  m["time/weight_sync"] = 0;  // the in-process sampler aliases the weights
+  m["time/weight_sync"] = 0;  // the in-process sampler aliases the weights; step() times an out-of-process push
 }
 
 }  // namespace grpo::trainer
