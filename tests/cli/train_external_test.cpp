@@ -2,7 +2,9 @@
 // with the native sampler or the external_server one by configuration alone,
 // greedy runs give the same completions either way, the server gets every
 // update, and a server that is missing or goes away stops the run clearly.
+#include <atomic>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <thread>
 
@@ -33,6 +35,7 @@ std::string setup_run(const std::string& name, int max_steps) {
   write_file(dir + "/run.yaml",
              "model: " + dir + "/model\n"
              "dataset: [" + dir + "/rows.jsonl]\n"
+             "train_type: full\n"
              "reward_funcs: [repetition, format]\n"
              "repetition_n_grams: 1\n"
              "plugin_args: {repetition: {unit: token}}\n"
@@ -54,19 +57,30 @@ std::string external_args(const RolloutProcess& server) {
          "\", \"group_port\": " + std::to_string(free_port()) + ", \"comm_timeout_s\": 20}'";
 }
 
-// The server's greedy completion of `prompt`, and the engine's with `model_dir`'s weights.
-std::vector<int32_t> server_greedy(const RolloutProcess& server, const std::vector<int32_t>& prompt) {
-  auto r = server.post("/generate/", {{"prompts", {prompt}}, {"temperature", 0.0}, {"max_tokens", 10}});
+// The log-probabilities of the greedy completion of `prompt`, as the server
+// computes them and as the engine does with `model_dir`'s weights: unlike
+// the ids of a tiny random model's completion, they move with every update.
+std::vector<float> server_logprobs(const RolloutProcess& server, const std::vector<int32_t>& prompt) {
+  auto r = server.post("/generate/", {{"prompts", {prompt}}, {"temperature", 0.0}, {"max_tokens", 10}, {"logprobs", 0}});
   EXPECT_EQ(r.status, 200) << r.raw;
-  return r.body["completion_ids"][0].get<std::vector<int32_t>>();
+  std::vector<float> out;
+  for (const auto& position : r.body["logprobs"][0]) out.push_back(position[0].get<float>());
+  return out;
 }
-std::vector<int32_t> engine_greedy(const std::string& model_dir, const std::vector<int32_t>& prompt) {
+std::vector<float> engine_logprobs(const std::string& model_dir, const std::vector<int32_t>& prompt) {
   grpo::model::Engine engine(grpo::model::load_model(model_dir));
   grpo::model::SamplingParams p;
   p.top_k = 1;
   p.max_new_tokens = 10;
   const int32_t eos = *grpo::tok::Tokenizer::from_dir(model_dir).eos_id();
-  return engine.generate({{prompt, 1, 0, {eos}}}, p)[0].ids;
+  return engine.generate({{prompt, 1, 0, {eos}}}, p)[0].logprobs;
+}
+
+double max_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return 1e9;
+  double d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, static_cast<double>(std::abs(a[i] - b[i])));
+  return d;
 }
 
 }  // namespace
@@ -96,11 +110,11 @@ TEST(TrainExternal, TheSameYamlGivesTheSameGreedyRunWithEitherSampler) {
     EXPECT_EQ(log_want[s]["time/weight_sync"].get<double>(), 0.0) << "the native sampler aliases the weights";
     std::printf("step %zu: weight push %.3f s\n", s + 1, log_got[s]["time/weight_sync"].get<double>());
   }
-  // The server now holds the last update: its greedy output is the final checkpoint's, not the initial model's.
+  // The server now holds the last update: it scores as the final checkpoint does, not as the initial model.
   const std::vector<int32_t> probe = {49, 43, 49, 61, 63};
-  const auto final_ids = engine_greedy(dir + "/external/checkpoint-2", probe);
-  ASSERT_NE(final_ids, engine_greedy(dir + "/model", probe)) << "the updates must change the greedy completion";
-  EXPECT_EQ(server_greedy(server, probe), final_ids);
+  const auto final_lp = engine_logprobs(dir + "/external/checkpoint-2", probe);
+  ASSERT_GT(max_difference(final_lp, engine_logprobs(dir + "/model", probe)), 1e-3) << "the updates must matter";
+  EXPECT_LT(max_difference(server_logprobs(server, probe), final_lp), 1e-4);
   EXPECT_GT(server.get("/health/").body.value("tensors_received", 0), 0);
 }
 
@@ -139,12 +153,14 @@ TEST(TrainExternal, AServerKilledMidRunStopsTheRunWithACheckpoint) {
   ASSERT_NE(server->port(), 0);
   const std::string url = server->base_url();
   CommandResult r;
+  std::atomic<bool> finished{false};
   std::thread run([&] {  // `timeout`: a hang fails the test instead of stalling it
     r = run_host("train --config " + dir + "/run.yaml --output_dir " + dir + "/out" + external_args(*server),
                  "timeout 240");
+    finished = true;
   });
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (std::chrono::steady_clock::now() < deadline &&
+  while (std::chrono::steady_clock::now() < deadline && !finished &&
          (!fs::exists(dir + "/out/logging.jsonl") || read_jsonl(dir + "/out/logging.jsonl").size() < 2))
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   server.reset();  // SIGTERM: the server exits while the trainer is mid-run
@@ -156,6 +172,7 @@ TEST(TrainExternal, AServerKilledMidRunStopsTheRunWithACheckpoint) {
   EXPECT_NE(r.output.find(url), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("training stopped at step"), std::string::npos) << r.output;
   int64_t step = -1;
+  ASSERT_TRUE(fs::exists(dir + "/out")) << r.output;
   for (const auto& e : fs::directory_iterator(dir + "/out"))
     if (e.path().filename().string().rfind("checkpoint-", 0) == 0)
       step = std::stoll(e.path().filename().string().substr(11));
