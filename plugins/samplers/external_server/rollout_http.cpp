@@ -33,7 +33,13 @@ std::unique_ptr<httplib::Client> client_for(const ServerOptions& o) {
 Reply to_reply(const httplib::Result& res) {
   Reply r;
   if (!res) {
-    r.failure = httplib::to_string(res.error());
+    switch (res.error()) {  // httplib's own names ("Connection", "Read") say little on their own
+      case httplib::Error::Connection: r.failure = "could not connect: nothing listening, or unreachable"; break;
+      case httplib::Error::ConnectionTimeout: r.failure = "connecting timed out"; break;
+      case httplib::Error::Read: r.failure = "the connection closed or timed out before an answer"; break;
+      case httplib::Error::Write: r.failure = "the connection closed while sending"; break;
+      default: r.failure = httplib::to_string(res.error());
+    }
     return r;
   }
   r.status = res->status;
