@@ -19,6 +19,7 @@
 #include "model/lora.h"
 #include "model/threads.h"
 #include "model/weights.h"
+#include "plugins/plugin_error.h"
 #include "plugins/plugin_options.h"
 #include "trainer/checkpoint.h"
 #include "trainer/importance_sampling.h"
@@ -146,14 +147,16 @@ GrpoTrainer::GrpoTrainer(const config::Config& cfg)
                                                   static_cast<int>(cfg.get_int("num_threads")));
 
   // The sampler gets the policy's parameters as views: in process it aliases
-  // them, so every optimizer step is visible to the next generation for free.
+  // them, so every optimizer step is visible to the next generation for free;
+  // out of process it gets their values now and after every update.
   plugins::ResolvedPlugin sampler = registry_.require(cfg.get_string("sampler"), GRPO_SAMPLER_INTERFACE);
-  nlohmann::json sampler_args = cfg.get_json("sampler_args");
-  sampler_args["model"] = model_dir_;
-  sampler_args["torch_dtype"] = cfg.get_string("torch_dtype");
-  sampler_args["num_threads"] = cfg.get_int("num_threads");
-  sampler_ = plugins::SamplerClient::create(sampler, plugins::resolve_plugin_options(sampler.info, {}, sampler_args),
-                                            plugin_metrics_, run_config);
+  // Filled only where the sampler declares these options; sampler_args win.
+  const nlohmann::json run_values = {{"model", model_dir_},
+                                     {"torch_dtype", cfg.get_string("torch_dtype")},
+                                     {"num_threads", cfg.get_int("num_threads")}};
+  sampler_ = plugins::SamplerClient::create(
+      sampler, plugins::resolve_plugin_options(sampler.info, run_values, cfg.get_json("sampler_args")),
+      plugin_metrics_, run_config);
   if (lora_) {  // the sampler's model has no adapters: it reads W + scaling * B A, merged after each step
     merged_ = model::merged_weight_buffers(*policy_);
     model::merge_lora_into(*policy_, merged_);
@@ -169,8 +172,8 @@ GrpoTrainer::GrpoTrainer(const config::Config& cfg)
     }
     views_ = std::make_unique<WeightViews>(sampler_copy_ ? *sampler_copy_ : *policy_);
   }
-  sampler_->load_weights(views_->tensors(),
-                         GRPO_WEIGHTS_VIEW | GRPO_WEIGHTS_LAST_BUCKET | (lora_ ? GRPO_WEIGHTS_MERGED_LORA : 0u));
+  sampler_->load_weights(views_->tensors(), (sampler_->in_process() ? GRPO_WEIGHTS_VIEW : 0u) |
+                                                GRPO_WEIGHTS_LAST_BUCKET | (lora_ ? GRPO_WEIGHTS_MERGED_LORA : 0u));
 
   sample_options_.temperature = cfg.get_double("temperature");
   sample_options_.top_p = cfg.get_double("top_p");
@@ -218,8 +221,15 @@ void GrpoTrainer::train() {
   const int64_t eval_steps = cfg_.is_null("eval_steps") ? 0 : cfg_.get_int("eval_steps");
   ProgressLine progress(max_steps_);
   auto previous_int = std::signal(SIGINT, request_stop), previous_term = std::signal(SIGTERM, request_stop);
+  std::string plugin_failure;  // a sampler (e.g. a rollout server gone away) or reward plugin that failed
   while (global_step_ < max_steps_ && !g_stop_requested) {
-    Metrics m = step();
+    Metrics m;
+    try {
+      m = step();
+    } catch (const plugins::PluginError& e) {
+      plugin_failure = e.what();
+      break;
+    }
     log_->add(m);
     progress.update(global_step_, m);
     if (global_step_ % logging_steps == 0 || global_step_ == max_steps_) {
@@ -233,6 +243,21 @@ void GrpoTrainer::train() {
     if (save_steps > 0 && global_step_ % save_steps == 0 && global_step_ < max_steps_) save_checkpoint();
   }
   progress.clear();
+  if (!plugin_failure.empty()) {
+    // Finished steps are kept: the run continues from them once the plugin works again.
+    log_->flush(global_step_, max_steps_);
+    spdlog::error("stopped at step {}/{}: {}", global_step_, max_steps_, plugin_failure);
+    std::string saved = "no step had finished, so there is no checkpoint";
+    if (global_step_ > 0) {
+      save_checkpoint();
+      saved = "saved " + (fs::path(output_dir_) / ("checkpoint-" + std::to_string(global_step_))).string() +
+              ": fix that and continue with --resume_from_checkpoint on it";
+    }
+    std::signal(SIGINT, previous_int);
+    std::signal(SIGTERM, previous_term);
+    throw std::runtime_error("training stopped at step " + std::to_string(global_step_) + "/" +
+                             std::to_string(max_steps_) + " because a plugin failed (above); " + saved);
+  }
   if (g_stop_requested) {
     log_->flush(global_step_, max_steps_);
     spdlog::warn("stopped by a signal at step {}/{}: saving a checkpoint", global_step_, max_steps_);
@@ -255,8 +280,12 @@ Metrics GrpoTrainer::step() {
     queue_.pop_front();
   }
   for (const auto& [k, v] : sums.sum) m[k] = v / sums.count[k];
-  update(m);  // clip, AdamW; the in-process sampler sees the update in place
+  update(m);  // clip, AdamW
   ++global_step_;
+  // The new weights to the sampler (merge, copy or push), after the step is
+  // counted: a failed push still leaves a checkpoint that holds this update.
+  // Under async_generate this happens when the next batch is launched.
+  if (!async_) sync_sampler_weights(m);
   m["global_step"] = static_cast<double>(global_step_);
   m["epoch"] = prompts_->epoch();
   m["step_time"] = now_s() - start;
@@ -335,8 +364,7 @@ void GrpoTrainer::update(Metrics& m) {
   m["grad_norm"] = grad_norm;
   m["learning_rate"] = lr;
   m["time/optimizer"] = now_s() - t_opt;
-  m.emplace("time/weight_sync", 0.0);    // logged even when nothing moves (in-process views)
-  if (!async_) sync_sampler_weights(m);  // async: at the next batch's launch, never under a running generation
+  m.emplace("time/weight_sync", 0.0);  // logged even when nothing moves (in-process views)
 }
 
 }  // namespace grpo::trainer

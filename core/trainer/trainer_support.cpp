@@ -20,9 +20,6 @@ void check_trainer_support(const config::Config& cfg) {
   refuse(cfg.get_bool("async_generate") && cfg.get_bool("dynamic_sample"),
          "--async_generate with --dynamic_sample is not supported: resampling needs the batch's rewards before the "
          "next batch starts; keep one of them");
-  refuse(cfg.get_string("sampler") != "native",
-         "--sampler " + cfg.get_string("sampler") + " is not built yet: the native sampler is (drop --use_vllm server "
-         "settings)");
   refuse(cfg.get_string("model").empty(), "training needs --model DIR (a Hugging Face model directory)");
   refuse(cfg.get_strings("dataset").empty(), "training needs --dataset rows.jsonl");
   refuse(cfg.get_strings("reward_funcs").empty(), "training needs --reward_funcs (e.g. accuracy format)");
@@ -39,8 +36,9 @@ void check_trainer_support(const config::Config& cfg) {
       "warmup_steps", "weight_decay", "cosine_min_len_value_wrong", "cosine_max_len_value_wrong",
       "cosine_min_len_value_correct", "cosine_max_len_value_correct", "cosine_max_len", "repetition_n_grams",
       "repetition_max_penalty", "soft_max_length", "soft_cache_length", "rlhf_type", "use_vllm", "vllm_mode",
-      "num_iterations", "dynamic_sample", "max_resample_times", "async_generate",
-      "vllm_importance_sampling_correction", "vllm_importance_sampling_mode", "vllm_importance_sampling_clip_max", "resume_from_checkpoint",
+      "num_iterations", "dynamic_sample", "vllm_server_base_url", "vllm_server_host", "vllm_server_port",
+      "vllm_server_timeout", "max_resample_times", "async_generate", "vllm_importance_sampling_correction",
+      "vllm_importance_sampling_mode", "vllm_importance_sampling_clip_max", "resume_from_checkpoint",
       "val_dataset", "split_dataset_ratio", "eval_steps", "per_device_eval_batch_size", "max_length",
       "truncation_strategy", "skip_bad_rows", "lora_rank", "lora_alpha", "lora_dropout", "target_modules",
       "merge_lora"};

@@ -1,0 +1,184 @@
+// `grpo-host train` with generation on a rollout server: the same YAML runs
+// with the native sampler or the external_server one by configuration alone,
+// greedy runs give the same completions either way, the server gets every
+// update, and a server that is missing or goes away stops the run clearly.
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_util.h"
+#include "model/engine.h"
+#include "model/weights.h"
+#include "rollout/rollout_process.h"
+#include "tokenizer/tokenizer.h"
+
+using namespace grpo::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A tiny model, eight prompts and a greedy run whose updates are large
+// enough to change what the model generates.
+std::string setup_run(const std::string& name, int max_steps) {
+  std::string dir = temp_dir(name);
+  CommandResult r = run_host("init-model --arch qwen2 --preset tiny --out " + dir + "/model --seed 3");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  std::string rows;
+  for (int i = 1; i <= 8; ++i)
+    rows += "{\"problem\": \"" + std::to_string(i) + "+1=?\", \"solution\": \"" + std::to_string(i + 1) + "\"}\n";
+  write_file(dir + "/rows.jsonl", rows);
+  write_file(dir + "/run.yaml",
+             "model: " + dir + "/model\n"
+             "dataset: [" + dir + "/rows.jsonl]\n"
+             "train_type: full\n"
+             "reward_funcs: [repetition, format]\n"
+             "repetition_n_grams: 1\n"
+             "plugin_args: {repetition: {unit: token}}\n"
+             "num_generations: 4\n"
+             "per_device_train_batch_size: 2\n"
+             "gradient_accumulation_steps: 2\n"
+             "max_completion_length: 10\n"
+             "top_k: 1\n"
+             "max_steps: " + std::to_string(max_steps) + "\n"
+             "logging_steps: 1\n"
+             "learning_rate: 5.0e-2\n"
+             "log_completions: true\n"
+             "report_to: []\n");
+  return dir;
+}
+
+std::string external_args(const RolloutProcess& server) {
+  return " --sampler external_server --sampler_args '{\"base_url\": \"" + server.base_url() +
+         "\", \"group_port\": " + std::to_string(free_port()) + ", \"comm_timeout_s\": 20}'";
+}
+
+// The log-probabilities of the greedy completion of `prompt`, as the server
+// computes them and as the engine does with `model_dir`'s weights: unlike
+// the ids of a tiny random model's completion, they move with every update.
+std::vector<float> server_logprobs(const RolloutProcess& server, const std::vector<int32_t>& prompt) {
+  auto r = server.post("/generate/", {{"prompts", {prompt}}, {"temperature", 0.0}, {"max_tokens", 10}, {"logprobs", 0}});
+  EXPECT_EQ(r.status, 200) << r.raw;
+  std::vector<float> out;
+  for (const auto& position : r.body["logprobs"][0]) out.push_back(position[0].get<float>());
+  return out;
+}
+std::vector<float> engine_logprobs(const std::string& model_dir, const std::vector<int32_t>& prompt) {
+  grpo::model::Engine engine(grpo::model::load_model(model_dir));
+  grpo::model::SamplingParams p;
+  p.top_k = 1;
+  p.max_new_tokens = 10;
+  const int32_t eos = *grpo::tok::Tokenizer::from_dir(model_dir).eos_id();
+  return engine.generate({{prompt, 1, 0, {eos}}}, p)[0].logprobs;
+}
+
+double max_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return 1e9;
+  double d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, static_cast<double>(std::abs(a[i] - b[i])));
+  return d;
+}
+
+}  // namespace
+
+TEST(TrainExternal, TheSameYamlGivesTheSameGreedyRunWithEitherSampler) {
+  const std::string dir = setup_run("train_external_same", 2);
+  CommandResult native = run_host("train --config " + dir + "/run.yaml --output_dir " + dir + "/native");
+  ASSERT_EQ(native.exit_code, 0) << native.output;
+  RolloutProcess server(dir + "/model");
+  ASSERT_NE(server.port(), 0);
+  CommandResult ext =
+      run_host("train --config " + dir + "/run.yaml --output_dir " + dir + "/external" + external_args(server));
+  ASSERT_EQ(ext.exit_code, 0) << ext.output;
+
+  auto want = read_jsonl(dir + "/native/completions.jsonl"), got = read_jsonl(dir + "/external/completions.jsonl");
+  ASSERT_EQ(got.size(), 8u);  // 2 steps x 1 prompt x G=4
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    for (const char* key : {"step", "prompt", "completion", "completion_tokens", "finish_reason", "reward"})
+      EXPECT_EQ(got[i][key], want[i][key]) << "completion " << i << " " << key;
+  auto log_want = read_jsonl(dir + "/native/logging.jsonl"), log_got = read_jsonl(dir + "/external/logging.jsonl");
+  ASSERT_EQ(log_got.size(), 2u);
+  ASSERT_EQ(log_want.size(), 2u);
+  for (size_t s = 0; s < 2; ++s) {
+    EXPECT_NEAR(log_got[s]["loss"].get<double>(), log_want[s]["loss"].get<double>(), 1e-5) << s;
+    EXPECT_GT(log_got[s]["time/weight_sync"].get<double>(), 0.0) << "the update is pushed after every step";
+    EXPECT_EQ(log_want[s]["time/weight_sync"].get<double>(), 0.0) << "the native sampler aliases the weights";
+    std::printf("step %zu: weight push %.3f s\n", s + 1, log_got[s]["time/weight_sync"].get<double>());
+  }
+  // The server now holds the last update: it scores as the final checkpoint does, not as the initial model.
+  const std::vector<int32_t> probe = {49, 43, 49, 61, 63};
+  const auto final_lp = engine_logprobs(dir + "/external/checkpoint-2", probe);
+  ASSERT_GT(max_difference(final_lp, engine_logprobs(dir + "/model", probe)), 1e-3) << "the updates must matter";
+  EXPECT_LT(max_difference(server_logprobs(server, probe), final_lp), 1e-4);
+  EXPECT_GT(server.get("/health/").body.value("tensors_received", 0), 0);
+}
+
+TEST(TrainExternal, UseVllmServerFlagsSelectTheExternalSampler) {
+  const std::string dir = setup_run("train_external_flags", 1);
+  RolloutProcess server(dir + "/model");
+  ASSERT_NE(server.port(), 0);
+  CommandResult r = run_host("train --config " + dir + "/run.yaml --output_dir " + dir +
+                             "/out --use_vllm true --vllm_mode server --vllm_server_host 127.0.0.1 "
+                             "--vllm_server_port " + std::to_string(server.port()) +
+                             " --sampler_args '{\"group_port\": " + std::to_string(free_port()) + "}'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("rollout server at " + server.base_url() + " is up"), std::string::npos) << r.output;
+  EXPECT_NE(read_file(dir + "/out/args.yaml").find("sampler: external_server"), std::string::npos);
+  EXPECT_EQ(server.get("/health/").body.value("requests", 0), 1) << "step 1 sampled on the server";
+}
+
+TEST(TrainExternal, NoServerFailsAfterTheTimeoutNamingTheUrl) {
+  const std::string dir = setup_run("train_external_none", 1);
+  const int port = free_port();
+  const auto t0 = std::chrono::steady_clock::now();
+  CommandResult r = run_host("train --config " + dir + "/run.yaml --output_dir " + dir +
+                             "/out --use_vllm true --vllm_mode server --vllm_server_host 127.0.0.1 "
+                             "--vllm_server_port " + std::to_string(port) + " --vllm_server_timeout 2");
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("http://127.0.0.1:" + std::to_string(port) + "/health/ within 2 s"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("--vllm_server_timeout"), std::string::npos) << r.output;
+  EXPECT_LT(took, 60.0);
+}
+
+TEST(TrainExternal, AServerKilledMidRunStopsTheRunWithACheckpoint) {
+  const std::string dir = setup_run("train_external_killed", 500);
+  auto server = std::make_unique<RolloutProcess>(dir + "/model");
+  ASSERT_NE(server->port(), 0);
+  const std::string url = server->base_url();
+  CommandResult r;
+  std::atomic<bool> finished{false};
+  std::thread run([&] {  // `timeout`: a hang fails the test instead of stalling it
+    r = run_host("train --config " + dir + "/run.yaml --output_dir " + dir + "/out" + external_args(*server),
+                 "timeout 240");
+    finished = true;
+  });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < deadline && !finished &&
+         (!fs::exists(dir + "/out/logging.jsonl") || read_jsonl(dir + "/out/logging.jsonl").size() < 2))
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  server.reset();  // SIGTERM: the server exits while the trainer is mid-run
+  const auto killed = std::chrono::steady_clock::now();
+  run.join();
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_LT(took, 60.0) << "no hang after the server is gone";
+  EXPECT_NE(r.output.find(url), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("training stopped at step"), std::string::npos) << r.output;
+  int64_t step = -1;
+  ASSERT_TRUE(fs::exists(dir + "/out")) << r.output;
+  for (const auto& e : fs::directory_iterator(dir + "/out"))
+    if (e.path().filename().string().rfind("checkpoint-", 0) == 0)
+      step = std::stoll(e.path().filename().string().substr(11));
+  ASSERT_GE(step, 2) << r.output;
+  EXPECT_LT(step, 500);
+  auto state = nlohmann::json::parse(read_file(dir + "/out/checkpoint-" + std::to_string(step) + "/trainer_state.json"));
+  EXPECT_EQ(state["global_step"], step);
+  EXPECT_NE(r.output.find("checkpoint-" + std::to_string(step)), std::string::npos) << r.output;
+}
