@@ -47,6 +47,7 @@ void GrpoTrainer::wait_for_generation() {
 }
 
 void GrpoTrainer::sync_sampler_weights(Metrics& m) {
+  if (sampler_->in_process() && !sampler_copy_ && !lora_) return;  // it aliases the policy: nothing moves
   const double t0 = now_s();
   if (lora_) model::merge_lora_into(*policy_, merged_);  // the merged buffers are what the sampler reads
   if (!sampler_->in_process()) {
@@ -55,7 +56,7 @@ void GrpoTrainer::sync_sampler_weights(Metrics& m) {
     torch::NoGradGuard no_grad;
     auto from = policy_->parameters(), to = sampler_copy_->parameters();
     for (size_t i = 0; i < from.size(); ++i) to[i].copy_(from[i]);
-  }  // else the sampler aliases the policy: nothing to move
+  }
   m["time/weight_sync"] += now_s() - t0;
 }
 
