@@ -182,3 +182,19 @@ TEST(TrainExternal, AServerKilledMidRunStopsTheRunWithACheckpoint) {
   EXPECT_EQ(state["global_step"], step);
   EXPECT_NE(r.output.find("checkpoint-" + std::to_string(step)), std::string::npos) << r.output;
 }
+
+TEST(TrainExternal, LoraPushesTheMergedWeights) {
+  const std::string dir = setup_run("train_external_lora", 2);
+  RolloutProcess server(dir + "/model");
+  ASSERT_NE(server.port(), 0);
+  CommandResult ext = run_host("train --config " + dir + "/run.yaml --train_type lora --lora_rank 4 " +
+                               "--merge_lora true --warmup_ratio 0 --top_k 0 --temperature 1.0 --output_dir " + dir +
+                               "/lora" + external_args(server));
+  ASSERT_EQ(ext.exit_code, 0) << ext.output;
+  // Sampled (not greedy), so groups differ and the adapters move. The server
+  // holds W + scaling * B A after the last step: the merged checkpoint's weights.
+  const std::vector<int32_t> probe = {49, 43, 49, 61, 63};
+  const auto merged = engine_logprobs(dir + "/lora/checkpoint-2/merged", probe);
+  ASSERT_GT(max_difference(merged, engine_logprobs(dir + "/model", probe)), 1e-4) << "the adapters must matter";
+  EXPECT_LT(max_difference(server_logprobs(server, probe), merged), 1e-4);
+}
