@@ -20,7 +20,6 @@
 #include "model/threads.h"
 #include "model/weights.h"
 #include "plugins/plugin_error.h"
-#include "plugins/plugin_options.h"
 #include "trainer/checkpoint.h"
 #include "trainer/importance_sampling.h"
 #include "trainer/progress_line.h"
@@ -90,14 +89,14 @@ GrpoTrainer::GrpoTrainer(const config::Config& cfg)
   ga_ = cfg.get_int("gradient_accumulation_steps");
   prompts_per_generation_ = cfg.get_int("generation_batch_size") / G_;
   const int64_t steps_per_generation = cfg.get_int("steps_per_generation"), iterations = cfg.get_int("num_iterations");
-  // The policy changes while a generation batch is still in use: its ratio
-  // needs the log-probs of the weights that sampled it (grpo.md §3).
   async_ = cfg.get_bool("async_generate");
   // Completions from other weights than the trainer's: correct for the
   // sampler's log-probs (on by default with async_generate, as TRL's is).
   is_correction_ = cfg.is_set("vllm_importance_sampling_correction") || !async_
                        ? cfg.get_bool("vllm_importance_sampling_correction")
                        : true;
+  // The policy changes while a generation batch is still in use: its ratio
+  // needs the log-probs of the weights that sampled it (grpo.md §3).
   needs_old_logp_ = iterations > 1 || steps_per_generation > ga_ || async_ || is_correction_;
   const at::ScalarType dtype = dtype_of(cfg.get_string("torch_dtype"));
   const std::string resume = cfg.get_string("resume_from_checkpoint");
@@ -140,40 +139,12 @@ GrpoTrainer::GrpoTrainer(const config::Config& cfg)
                    : cfg.get_int("max_steps");
 
   plugin_metrics_ = std::make_shared<plugins::MetricsSink>();
-  const std::string run_config = cfg.to_json().dump();
   rewards_ = std::make_unique<rewards::RewardSet>(registry_, cfg.get_strings("reward_funcs"),
                                                   cfg.get_doubles("reward_weights"), cfg.to_json(),
                                                   cfg.get_json("plugin_args"), plugin_metrics_,
                                                   static_cast<int>(cfg.get_int("num_threads")));
 
-  // The sampler gets the policy's parameters as views: in process it aliases
-  // them, so every optimizer step is visible to the next generation for free;
-  // out of process it gets their values now and after every update.
-  plugins::ResolvedPlugin sampler = registry_.require(cfg.get_string("sampler"), GRPO_SAMPLER_INTERFACE);
-  // Filled only where the sampler declares these options; sampler_args win.
-  const nlohmann::json run_values = {{"model", model_dir_},
-                                     {"torch_dtype", cfg.get_string("torch_dtype")},
-                                     {"num_threads", cfg.get_int("num_threads")}};
-  sampler_ = plugins::SamplerClient::create(
-      sampler, plugins::resolve_plugin_options(sampler.info, run_values, cfg.get_json("sampler_args")),
-      plugin_metrics_, run_config);
-  if (lora_) {  // the sampler's model has no adapters: it reads W + scaling * B A, merged after each step
-    merged_ = model::merged_weight_buffers(*policy_);
-    model::merge_lora_into(*policy_, merged_);
-    std::vector<std::pair<std::string, at::Tensor>> named;
-    for (const auto& p : policy_->named_parameters())
-      if (!model::is_adapter_parameter(p.key()))
-        named.emplace_back(p.key(), merged_.count(p.key()) ? merged_.at(p.key()) : p.value());
-    views_ = std::make_unique<WeightViews>(named);
-  } else {
-    if (async_ && sampler_->in_process()) {  // it samples while the policy trains: give it its own copy
-      sampler_copy_ = model::load_model(resume.empty() ? model_dir_ : resume, dtype);
-      for (auto& p : sampler_copy_->parameters()) p.set_requires_grad(false);
-    }
-    views_ = std::make_unique<WeightViews>(sampler_copy_ ? *sampler_copy_ : *policy_);
-  }
-  sampler_->load_weights(views_->tensors(), (sampler_->in_process() ? GRPO_WEIGHTS_VIEW : 0u) |
-                                                GRPO_WEIGHTS_LAST_BUCKET | (lora_ ? GRPO_WEIGHTS_MERGED_LORA : 0u));
+  create_sampler(dtype);  // trainer_sampler.cpp
 
   sample_options_.temperature = cfg.get_double("temperature");
   sample_options_.top_p = cfg.get_double("top_p");
@@ -223,22 +194,21 @@ void GrpoTrainer::train() {
   auto previous_int = std::signal(SIGINT, request_stop), previous_term = std::signal(SIGTERM, request_stop);
   std::string plugin_failure;  // a sampler (e.g. a rollout server gone away) or reward plugin that failed
   while (global_step_ < max_steps_ && !g_stop_requested) {
-    Metrics m;
     try {
-      m = step();
-    } catch (const plugins::PluginError& e) {
+      Metrics m = step();
+      log_->add(m);
+      progress.update(global_step_, m);
+      if (global_step_ % logging_steps == 0 || global_step_ == max_steps_) {
+        progress.clear();
+        log_->flush(global_step_, max_steps_);
+      }
+      if (val_prompts_ && eval_steps > 0 && (global_step_ % eval_steps == 0 || global_step_ == max_steps_)) {
+        progress.clear();
+        log_->write(global_step_, evaluate());
+      }
+    } catch (const plugins::PluginError& e) {  // in a step or in evaluation
       plugin_failure = e.what();
       break;
-    }
-    log_->add(m);
-    progress.update(global_step_, m);
-    if (global_step_ % logging_steps == 0 || global_step_ == max_steps_) {
-      progress.clear();
-      log_->flush(global_step_, max_steps_);
-    }
-    if (val_prompts_ && eval_steps > 0 && (global_step_ % eval_steps == 0 || global_step_ == max_steps_)) {
-      progress.clear();
-      log_->write(global_step_, evaluate());
     }
     if (save_steps > 0 && global_step_ % save_steps == 0 && global_step_ < max_steps_) save_checkpoint();
   }

@@ -65,7 +65,9 @@ class GrpoTrainer {
   Advantages advantages_of(const GenerationBatch& batch, Metrics& m, const std::string& prefix);
   Metrics evaluate();                           // eval_ metrics over the validation prompts
 
-  // trainer_async.cpp: async_generate — the next batch samples while this one trains.
+  // trainer_sampler.cpp: the sampler plugin, its weights, and async_generate
+  // (the next batch samples while this one trains).
+  void create_sampler(at::ScalarType dtype);
   struct PendingBatch {
     GenerationBatch batch;
     Metrics metrics;
