@@ -77,7 +77,7 @@ TEST(TrainCommand, TrainsLogsAndWritesLoadableCheckpoints) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
-TEST(TrainCommand, WhatIsNotBuiltYetIsRefusedWithWhatToDo) {
+TEST(TrainCommand, UnsupportedCombinationsAreRefusedWithWhatToDo) {
   std::string dir = setup_run("train_refused");
   CommandResult r = run_host("train --config " + dir + "/run.yaml --async_generate true --dynamic_sample true");
   EXPECT_EQ(r.exit_code, 2);
