@@ -7,7 +7,6 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -15,10 +14,10 @@
 #include <thread>
 #include <vector>
 
-#include <ATen/DLConvertor.h>
 #include <grpo/sdk.hpp>
 #include <nlohmann/json.hpp>
 
+#include "dlpack_alias.h"
 #include "completion_cut.h"
 #include "rollout/weight_sender.h"
 #include "rollout_http.h"
@@ -56,14 +55,6 @@ std::string base_url_of(const grpo::Options& o) {
     throw grpo::Error("the external_server sampler needs the rollout server's address: sampler_args base_url "
                       "(http://HOST:PORT) or host and port, or --vllm_server_host HOST --vllm_server_port PORT");
   return "http://" + host + ":" + std::to_string(o.get_int("port", 8000));
-}
-
-// A tensor aliasing the memory a DLTensor view describes (no copy).
-at::Tensor alias_of(const grpo_dl_tensor& view) {
-  auto* managed = new DLManagedTensor{};
-  std::memcpy(&managed->dl_tensor, &view, sizeof(DLTensor));  // layout-identical (tests/sdk/dlpack_layout_test.cpp)
-  managed->deleter = [](DLManagedTensor* self) { delete self; };
-  return at::fromDLPack(managed);
 }
 
 grpo_status create(const grpo_host_api* host_api, grpo_str config, grpo_sampler_instance** out, grpo_error* err) {
@@ -227,7 +218,7 @@ grpo_status load_weights(grpo_sampler_instance* self, const grpo_named_tensor* t
       }
       grpo::rollout::NamedTensors named;
       named.reserve(n);
-      for (size_t i = 0; i < n; ++i) named.emplace_back(std::string(grpo::view(tensors[i].name)), alias_of(tensors[i].tensor));
+      for (size_t i = 0; i < n; ++i) named.emplace_back(std::string(grpo::view(tensors[i].name)), grpo::samplers::alias_of(tensors[i].tensor));
       if (s->bucket_bytes > 0) {
         s->sender->send_all(named, s->bucket_bytes);
       } else {

@@ -2,15 +2,14 @@
 // the sampler ABI. Weights handed over as views (GRPO_WEIGHTS_VIEW) are used
 // in place — the engine's parameters alias the trainer's, so an optimizer
 // step is visible to the next generate() without any copy.
-#include <cstring>
 #include <memory>
 #include <string>
 
-#include <ATen/DLConvertor.h>
 #include <grpo/sdk.hpp>
 #include <torch/types.h>
 #include <torch/utils.h>
 
+#include "dlpack_alias.h"
 #include "model/engine.h"
 #include "model/threads.h"
 #include "model/weights.h"
@@ -29,14 +28,6 @@ at::ScalarType dtype_named(const std::string& name) {
   if (name == "bfloat16") return at::kBFloat16;
   if (name == "float16") return at::kHalf;
   throw grpo::Error("torch_dtype must be float32, bfloat16 or float16, got '" + name + "'");
-}
-
-// A tensor aliasing the memory a DLTensor view describes (no copy).
-at::Tensor alias_of(const grpo_dl_tensor& view) {
-  auto* managed = new DLManagedTensor{};
-  std::memcpy(&managed->dl_tensor, &view, sizeof(DLTensor));  // layout-identical (tests/sdk/dlpack_layout_test.cpp)
-  managed->deleter = [](DLManagedTensor* self) { delete self; };
-  return at::fromDLPack(managed);
 }
 
 grpo_status create(const grpo_host_api* host_api, grpo_str config, grpo_sampler_instance** out, grpo_error* err) {
@@ -113,7 +104,7 @@ grpo_status load_weights(grpo_sampler_instance* self, const grpo_named_tensor* t
       const std::string name(grpo::view(tensors[i].name));
       at::Tensor* p = params.find(name);
       if (!p) throw grpo::Error("load_weights: the model has no parameter '" + name + "'");
-      at::Tensor src = alias_of(tensors[i].tensor);
+      at::Tensor src = grpo::samplers::alias_of(tensors[i].tensor);
       if (src.sizes() != p->sizes())
         throw grpo::Error("load_weights: '" + name + "' has shape " + c10::str(src.sizes()) + ", the model " +
                           c10::str(p->sizes()));
