@@ -180,13 +180,10 @@ std::vector<FlagSpec> build_table() {
   add(integer("max_resample_times", 3, "most resampling rounds for dynamic_sample").at_least(0));
   add(boolean("overlong_filter", false, "DAPO: no loss on truncated completions"));
   add(text("ref_model", nullptr, "reference model directory (unset: the initial policy)").hint("PATH"));
-  const std::string no_ref_sync =
-      "syncing the reference model with the policy is not built yet; the reference model stays the "
-      "initial policy (set --beta 0 to train without one)";
-  add(boolean("sync_ref_model", false, "periodically move the reference model towards the policy")
-          .not_built(no_ref_sync));
-  add(integer("ref_model_sync_steps", 512, "steps between reference-model syncs").not_built(no_ref_sync));
-  add(real("ref_model_mixup_alpha", 0.6, "mixing weight of a reference-model sync").not_built(no_ref_sync));
+  add(boolean("sync_ref_model", false,
+              "every ref_model_sync_steps, ref = alpha * policy + (1 - alpha) * ref (TR-DPO; full training)"));
+  add(integer("ref_model_sync_steps", 512, "steps between reference-model syncs").at_least(1));
+  add(real("ref_model_mixup_alpha", 0.6, "mixing weight of a reference-model sync").at_least(0).at_most(1));
 
   // ---- Rewards ----
   group = FlagGroup::Rewards;

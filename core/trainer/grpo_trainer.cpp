@@ -335,6 +335,13 @@ void GrpoTrainer::update(Metrics& m) {
   m["learning_rate"] = lr;
   m["time/optimizer"] = now_s() - t_opt;
   m.emplace("time/weight_sync", 0.0);  // logged even when nothing moves (in-process views)
+  if (reference_ && cfg_.get_bool("sync_ref_model") && (global_step_ + 1) % cfg_.get_int("ref_model_sync_steps") == 0) {
+    // TR-DPO's soft update, as TRL's SyncRefModelCallback does it.
+    torch::NoGradGuard no_grad;
+    const double alpha = cfg_.get_double("ref_model_mixup_alpha");
+    auto ref = reference_->parameters(), pol = policy_->parameters();
+    for (size_t i = 0; i < ref.size(); ++i) ref[i].mul_(1.0 - alpha).add_(pol[i], alpha);
+  }
 }
 
 }  // namespace grpo::trainer

@@ -20,6 +20,11 @@ void check_trainer_support(const config::Config& cfg) {
   refuse(cfg.get_bool("async_generate") && cfg.get_bool("dynamic_sample"),
          "--async_generate with --dynamic_sample is not supported: resampling needs the batch's rewards before the "
          "next batch starts; keep one of them");
+  refuse(cfg.get_bool("sync_ref_model") && cfg.get_string("train_type") == "lora",
+         "--sync_ref_model with --train_type lora: the LoRA reference is the base model itself (adapters "
+         "disabled), which a sync would change; use --train_type full, or drop --sync_ref_model");
+  refuse(cfg.get_bool("sync_ref_model") && cfg.get_double("beta") == 0.0,
+         "--sync_ref_model needs a reference model, and --beta 0 loads none: set --beta > 0 or drop it");
   refuse(cfg.get_string("model").empty(), "training needs --model DIR (a Hugging Face model directory)");
   refuse(cfg.get_strings("dataset").empty(), "training needs --dataset rows.jsonl");
   refuse(cfg.get_strings("reward_funcs").empty(), "training needs --reward_funcs (e.g. accuracy format)");
@@ -41,7 +46,7 @@ void check_trainer_support(const config::Config& cfg) {
       "vllm_importance_sampling_mode", "vllm_importance_sampling_clip_max", "resume_from_checkpoint",
       "val_dataset", "split_dataset_ratio", "eval_steps", "per_device_eval_batch_size", "max_length",
       "truncation_strategy", "skip_bad_rows", "lora_rank", "lora_alpha", "lora_dropout", "target_modules",
-      "merge_lora"};
+      "merge_lora", "sync_ref_model", "ref_model_sync_steps", "ref_model_mixup_alpha"};
   for (const config::FlagSpec& flag : config::flag_table())
     if (flag.availability == config::Availability::Available && cfg.is_set(flag.name) && !kUsed.count(flag.name))
       spdlog::warn("--{} is accepted but has no effect in this trainer yet", flag.name);

@@ -120,3 +120,21 @@ TEST(TrainFeatures, AsyncGenerateSamplesTheNextBatchWithTheWeightsOfOneStepBefor
   EXPECT_LT(first, 1e-4);
   EXPECT_GT(second, 10 * first + 1e-4);
 }
+
+TEST(TrainFeatures, SyncRefModelMovesTheReferenceToThePolicy) {
+  std::string dir = setup("train_sync_ref");
+  const std::string flags = base_flags(dir) + "--max_steps 3 --beta 0.1 --learning_rate 1e-2 --warmup_ratio 0 ";
+  // alpha 1 every step: the reference becomes the policy, so the KL of the next step is exactly 0.
+  CommandResult r = run_host(flags + "--sync_ref_model true --ref_model_sync_steps 1 --ref_model_mixup_alpha 1.0");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const auto& l : read_jsonl(dir + "/out/logging.jsonl")) EXPECT_EQ(l["kl"].get<double>(), 0.0);
+  std::filesystem::remove_all(dir + "/out");
+  r = run_host(flags);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_GT(read_jsonl(dir + "/out/logging.jsonl")[2]["kl"].get<double>(), 0.0) << "without the sync it drifts";
+  std::string lora = flags + "--sync_ref_model true";
+  lora.replace(lora.find("--train_type full"), 17, "--train_type lora");
+  r = run_host(lora);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--sync_ref_model with --train_type lora"), std::string::npos) << r.output;
+}
