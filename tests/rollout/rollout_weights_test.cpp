@@ -1,6 +1,9 @@
 // Weight transfer into a running grpo-rollout over Gloo: the trainer side
 // (WeightSender) pushes perturbed weights, and the server's greedy output
 // must then equal the in-process engine's with those same weights.
+#include <chrono>
+#include <thread>
+
 #include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
 #include <torch/types.h>
@@ -71,7 +74,13 @@ TEST(RolloutWeights, PerParameterPushMatchesInProcessEngine) {
   WeightSender sender({server.base_url()});
   sender.connect("127.0.0.1", grpo::testing::free_port(), std::chrono::seconds(30));
   EXPECT_EQ(sender.world_size(), 2);
-  EXPECT_TRUE(server.get("/health/").body["communicator"].get<bool>());
+  // The server finishes joining on its own thread, just after the trainer side: poll briefly.
+  bool joined = false;
+  for (int i = 0; i < 100 && !joined; ++i) {
+    joined = server.get("/health/").body["communicator"].get<bool>();
+    if (!joined) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(joined);
   for (const auto& [name, tensor] : perturbed.tensors) sender.send(name, tensor);
   sender.reset_prefix_cache();
   EXPECT_EQ(server_greedy(server), want);
