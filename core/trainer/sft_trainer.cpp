@@ -55,6 +55,9 @@ RolloutSequence example_of(const data::Row& row, const tok::Tokenizer& tokenizer
 void run_sft(const config::Config& cfg) {
   if (cfg.get_string("model").empty()) throw config::ConfigError("sft needs --model DIR");
   if (cfg.get_strings("dataset").empty()) throw config::ConfigError("sft needs --dataset rows.jsonl");
+  if (!cfg.get_string("resume_from_checkpoint").empty())
+    throw config::ConfigError("sft does not resume a run: start a new one from the checkpoint with --model DIR "
+                              "(of a LoRA checkpoint, its merged/ directory, written with --merge_lora true)");
   model::configure_cpu_threads(static_cast<int>(cfg.get_int("num_threads")));
   torch::manual_seed(static_cast<uint64_t>(cfg.get_int("seed")));
   const std::string model_dir = cfg.get_string("model"), output_dir = cfg.get_string("output_dir");

@@ -80,4 +80,8 @@ TEST(SftLora, WarmStartsAdaptersOnly) {
                              "/out");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(std::filesystem::exists(dir + "/out/checkpoint-2/adapter_model.safetensors"));
+  r = run_host("sft --model " + dir + "/model --dataset " + dir + "/sft.jsonl --resume_from_checkpoint " + dir +
+               "/out/checkpoint-2");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("sft does not resume"), std::string::npos) << r.output;
 }
