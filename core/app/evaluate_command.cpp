@@ -7,6 +7,7 @@
 #include "config/config.h"
 #include "model/engine.h"
 #include "model/threads.h"
+#include "model/lora_files.h"
 #include "model/weights.h"
 #include "rewards/reward_set.h"
 #include "tokenizer/chat_prompt.h"
@@ -27,7 +28,7 @@ int run_evaluate_command(const std::vector<std::string>& args) {
                                 tok::chat_family_for(tokenizer, cfg.get_string("template")),
                                 data::load_system_prompt(cfg.get_string("system")), /*shuffle=*/false, 0);
   std::vector<const trainer::Prompt*> rows = prompts.next(prompts.size());
-  model::Engine engine(model::load_model(dir), &tokenizer);
+  model::Engine engine(model::load_model_or_adapter(dir), &tokenizer);  // a LoRA checkpoint too
   model::SamplingParams params;  // greedy unless --sample: a stable number to compare checkpoints by
   params.max_new_tokens = cfg.get_int("max_completion_length");
   params.stop_strings = cfg.get_strings("stop_words");

@@ -12,6 +12,7 @@
 #include "model/engine.h"
 #include "model/presets.h"
 #include "model/threads.h"
+#include "model/lora_files.h"
 #include "model/weights.h"
 #include "tokenizer/byte_tokenizer.h"
 #include "tokenizer/chat_prompt.h"
@@ -83,7 +84,7 @@ int run_generate_command(const std::vector<std::string>& args) {
 
   model::configure_cpu_threads(static_cast<int>(cfg.get_int("num_threads")));
   tok::Tokenizer tokenizer = tok::Tokenizer::from_dir(dir);
-  model::Engine engine(model::load_model(dir), &tokenizer);
+  model::Engine engine(model::load_model_or_adapter(dir), &tokenizer);  // a LoRA checkpoint too
   model::GenerateRequest request;
   if (parsed.extras.count("raw")) {
     request.prompt_ids = tokenizer.encode(prompt, /*add_special_tokens=*/true);

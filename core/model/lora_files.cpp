@@ -187,4 +187,18 @@ void save_merged_model(CausalLMImpl& model, const std::string& dir, const std::s
   save_model_tensors(model.config(), merged_state(model), dir, tokenizer_dir, max_shard_bytes);
 }
 
+CausalLM load_model_or_adapter(const std::string& dir, at::ScalarType dtype) {
+  const fs::path config_path = fs::path(dir) / kAdapterConfigName;
+  if (fs::exists(fs::path(dir) / "config.json") || !fs::exists(config_path)) return load_model(dir, dtype);
+  const std::string base = read_json(config_path).value("base_model_name_or_path", "");
+  if (base.empty() || !fs::exists(fs::path(base) / "config.json"))
+    fail(config_path, "a LoRA adapter whose base model '" + base +
+                          "' is not a local model directory: give the base with --model, or use the checkpoint's "
+                          "merged/ directory (written with --merge_lora true)");
+  CausalLM model = load_model(base, dtype);
+  load_peft_adapter(*model, dir);
+  model->eval();  // inference: no adapter dropout
+  return model;
+}
+
 }  // namespace grpo::model

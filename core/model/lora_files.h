@@ -38,6 +38,12 @@ void save_peft_adapter(CausalLMImpl& model, const LoraOptions& options, const st
 // read from the config (seed left at its default).
 LoraOptions load_peft_adapter(CausalLMImpl& model, const std::string& dir);
 
+// A model directory, or a PEFT adapter directory (a LoRA checkpoint) on top
+// of the local base model its adapter_config.json names: the base loaded and
+// the adapters attached, for inference (generate, evaluate). Errors name the
+// directory and what is missing.
+CausalLM load_model_or_adapter(const std::string& dir, at::ScalarType dtype = at::kFloat);
+
 // Writes a full Hugging Face checkpoint with W + scaling * B A in place of
 // every adapted weight (no adapter tensors): transformers and vLLM load it as
 // a plain model of the base architecture.

@@ -46,7 +46,14 @@ TEST(TrainLora, TrainsAdaptersAgainstTheAdaptersDisabledReferenceAndSavesPeftFil
   EXPECT_EQ(config["peft_type"], "LORA");
   EXPECT_EQ(config["r"], 4);
   EXPECT_NE(read_file(ckpt + "/merged/model.safetensors"), read_file(dir + "/model/model.safetensors"));
-  r = run_host("generate --model " + ckpt + "/merged --prompt '2+1=?' --max_completion_length 4");
+  r = run_host("generate --model " + ckpt + "/merged --prompt '2+1=?' --max_completion_length 4 --top_k 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // The adapter checkpoint itself: the base it names plus the adapters, the same greedy text as merged.
+  CommandResult adapter = run_host("generate --model " + ckpt + " --prompt '2+1=?' --max_completion_length 4 --top_k 1");
+  ASSERT_EQ(adapter.exit_code, 0) << adapter.output;
+  const auto completion = [](const std::string& out) { return out.substr(out.find("--- completion 0")); };
+  EXPECT_EQ(completion(adapter.output), completion(r.output));
+  r = run_host("evaluate --model " + ckpt + " --dataset " + dir + "/rows.jsonl --reward_funcs format");
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
