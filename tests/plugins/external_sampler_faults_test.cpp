@@ -8,7 +8,9 @@
 
 #include "external_server/completion_cut.h"
 #include "model/weights.h"
+#include "plugins/builtin_plugins.h"
 #include "plugins/external_sampler_util.h"
+#include "trainer/weight_views.h"
 #include "plugins/plugin_error.h"
 #include "rollout/rollout_process.h"
 #include "tokenizer/tokenizer.h"
@@ -71,8 +73,8 @@ TEST(ExternalSamplerFaults, AServerThatWentAwayFailsGenerateAndLoadWeightsWithIt
   const std::string url = server->base_url();
   auto sampler = external_sampler(url);
   grpo::model::CausalLM model = grpo::model::load_model(tiny_model_dir());
-  ParameterViews views(*model);
-  sampler->load_weights(views.tensors, GRPO_WEIGHTS_LAST_BUCKET);
+  grpo::trainer::WeightViews views(*model);
+  sampler->load_weights(views.tensors(), GRPO_WEIGHTS_LAST_BUCKET);
   server.reset();  // SIGTERM: the server exits
   grpo::plugins::SampleOptions o;
   o.max_new_tokens = 3;
@@ -87,7 +89,7 @@ TEST(ExternalSamplerFaults, AServerThatWentAwayFailsGenerateAndLoadWeightsWithIt
   EXPECT_LT(seconds_since(t0), 10.0);
   t0 = std::chrono::steady_clock::now();
   try {
-    sampler->load_weights(views.tensors, GRPO_WEIGHTS_LAST_BUCKET);
+    sampler->load_weights(views.tensors(), GRPO_WEIGHTS_LAST_BUCKET);
     ADD_FAILURE() << "load_weights succeeded without a server";
   } catch (const PluginError& e) {
     EXPECT_NE(std::string(e.what()).find(url), std::string::npos) << e.what();

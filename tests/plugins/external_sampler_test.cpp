@@ -11,7 +11,9 @@
 #include <cstdio>
 
 #include "model/weights.h"
+#include "plugins/builtin_plugins.h"
 #include "plugins/external_sampler_util.h"
+#include "trainer/weight_views.h"
 #include "rollout/rollout_process.h"
 #include "tokenizer/tokenizer.h"
 
@@ -39,7 +41,7 @@ SampleOptions greedy(int32_t max_new_tokens = 10) {
 }
 
 std::unique_ptr<grpo::plugins::SamplerClient> native_sampler() {
-  return make_sampler("native", {{"model", tiny_model_dir()}});
+  return builtin_sampler("native", {{"model", tiny_model_dir()}});
 }
 
 void expect_same(const std::vector<SampledCompletion>& got, const std::vector<SampledCompletion>& want) {
@@ -131,20 +133,20 @@ TEST(ExternalSampler, PushedWeightsReachTheServer) {
     auto gen = at::detail::createCPUGenerator(7);
     for (auto& p : trainer->parameters()) p.add_(0.5 * at::randn(p.sizes(), gen));
   }
-  ParameterViews views(*trainer);
+  grpo::trainer::WeightViews views(*trainer);
   auto native = native_sampler();
-  native->load_weights(views.tensors, GRPO_WEIGHTS_LAST_BUCKET);  // copied, as for any sampler
+  native->load_weights(views.tensors(), GRPO_WEIGHTS_LAST_BUCKET);  // copied, as for any sampler
   const auto want = native->generate(two_requests(), greedy());
   const auto before = external_sampler(server.base_url())->generate(two_requests(), greedy());
   ASSERT_NE(before[0].ids, want[0].ids) << "the perturbation must change the greedy completion";
-  const size_t n_params = views.tensors.size();
+  const size_t n_params = views.tensors().size();
   for (double bucket_mb : {256.0, 0.0}) {
     auto external = external_sampler(server.base_url(), {{"bucket_mb", bucket_mb}});
     const auto t0 = std::chrono::steady_clock::now();
-    external->load_weights(views.tensors, GRPO_WEIGHTS_LAST_BUCKET);
+    external->load_weights(views.tensors(), GRPO_WEIGHTS_LAST_BUCKET);
     const double first = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const auto t1 = std::chrono::steady_clock::now();
-    external->load_weights(views.tensors, GRPO_WEIGHTS_LAST_BUCKET);  // connected already
+    external->load_weights(views.tensors(), GRPO_WEIGHTS_LAST_BUCKET);  // connected already
     const double again = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
     std::printf("weight push, bucket_mb %.0f, %zu tensors: first %.3f s (with connect), then %.3f s\n", bucket_mb,
                 n_params, first, again);

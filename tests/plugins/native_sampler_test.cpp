@@ -6,10 +6,10 @@
 
 #include "model/engine.h"
 #include "model/weights.h"
-#include "plugin_paths.h"
+#include "plugins/builtin_plugins.h"
 #include "plugins/plugin_error.h"
-#include "plugins/plugin_registry.h"
 #include "plugins/sampler_client.h"
+#include "trainer/weight_views.h"
 
 using namespace grpo::plugins;
 
@@ -21,31 +21,8 @@ const std::string kTokenizer = GRPO_SHARED_DATA_DIR "/qwen3-tokenizer.json";
 const std::vector<int32_t> kPrompt = {93, 283, 208, 107, 40, 235, 119, 177, 185, 88, 109};
 
 std::unique_ptr<SamplerClient> native(const nlohmann::json& options) {
-  PluginSources s;
-  s.use_env = false;
-  s.builtin_dir = PLUGIN_DIR;
-  PluginRegistry reg = PluginRegistry::discover(s);
-  return SamplerClient::create(reg.require("native", GRPO_SAMPLER_INTERFACE), options, nullptr, "{}");
+  return grpo::testing::builtin_sampler("native", options);
 }
-
-// Views of every parameter of `model`, as the trainer hands them over.
-struct Views {
-  std::vector<grpo_named_tensor> tensors;
-  std::vector<std::string> names;
-  std::vector<std::vector<int64_t>> shapes;
-  explicit Views(grpo::model::CausalLMImpl& model) {
-    auto params = model.named_parameters();
-    names.reserve(params.size());
-    shapes.reserve(params.size());
-    for (auto& p : params) {
-      names.push_back(p.key());
-      shapes.push_back(p.value().sizes().vec());
-      grpo_dl_tensor t{p.value().data_ptr(), {GRPO_DEVICE_CPU, 0}, static_cast<int32_t>(p.value().dim()),
-                       {GRPO_DTYPE_FLOAT, 32, 1}, shapes.back().data(), nullptr, 0};
-      tensors.push_back({{names.back().data(), names.back().size()}, t});
-    }
-  }
-};
 
 }  // namespace
 
@@ -72,8 +49,8 @@ TEST(NativeSampler, GivesTheEnginesCompletionsThroughTheAbi) {
 TEST(NativeSampler, SeesAnOptimizerUpdateWithoutAnyTransfer) {
   auto sampler = native({{"model", kDir}, {"tokenizer", kTokenizer}});
   grpo::model::CausalLM trainer = grpo::model::load_model(kDir);
-  Views views(*trainer);
-  sampler->load_weights(views.tensors, GRPO_WEIGHTS_VIEW | GRPO_WEIGHTS_LAST_BUCKET);
+  grpo::trainer::WeightViews views(*trainer);
+  sampler->load_weights(views.tensors(), GRPO_WEIGHTS_VIEW | GRPO_WEIGHTS_LAST_BUCKET);
   SampleOptions greedy;
   greedy.top_k = 1;
   greedy.max_new_tokens = 6;

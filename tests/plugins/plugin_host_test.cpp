@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "plugin_paths.h"
+#include "plugins/builtin_plugins.h"
 #include "plugins/plugin_error.h"
 #include "plugins/plugin_registry.h"
 #include "plugins/reward_function.h"
@@ -188,10 +189,7 @@ TEST(PluginHost, EnvironmentPathFindsPlugins) {
 }
 
 TEST(PluginHost, BuiltInDirectoryHoldsTheFiveRewards) {
-  PluginSources s;
-  s.use_env = false;
-  s.builtin_dir = PLUGIN_DIR;
-  PluginRegistry reg = PluginRegistry::discover(s);
+  PluginRegistry reg = grpo::testing::builtin_registry();
   for (const char* name : {"accuracy", "format", "cosine", "repetition", "soft_overlong"})
     EXPECT_NO_THROW(reg.require(name, GRPO_REWARD_INTERFACE)) << name;
 }

@@ -2,18 +2,13 @@
 
 #include <grpo/reward.h>
 
-#include "plugin_paths.h"
+#include "plugins/builtin_plugins.h"
 #include "plugins/plugin_options.h"
-#include "plugins/plugin_registry.h"
 
 namespace grpo::testing {
 
 std::unique_ptr<plugins::RewardFunction> builtin_reward(const std::string& name, const nlohmann::json& options) {
-  plugins::PluginSources s;
-  s.use_env = false;
-  s.builtin_dir = PLUGIN_DIR;
-  plugins::PluginRegistry reg = plugins::PluginRegistry::discover(s);
-  plugins::ResolvedPlugin p = reg.require(name, GRPO_REWARD_INTERFACE);
+  plugins::ResolvedPlugin p = builtin_registry().require(name, GRPO_REWARD_INTERFACE);
   nlohmann::json resolved = plugins::resolve_plugin_options(p.info, nlohmann::json::object(), options);
   return plugins::RewardFunction::create(p, resolved, nullptr, "{}", 1);
 }
