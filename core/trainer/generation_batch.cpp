@@ -35,9 +35,8 @@ void GroupCollector::add(const GenerationBatch& attempt, const at::Tensor& group
   for (size_t g = 0; g < groups; ++g) {
     ++seen_groups_;
     const double s = std_acc[static_cast<int64_t>(g)];
-    if (s > 0 && valid_groups_ < needed_) {  // NaN compares false: not valid
+    if (s > 0 && !full()) {  // NaN compares false: not valid
       valid_.append_group(attempt, g, G_);
-      ++valid_groups_;
     } else if (fallback_.size() / G_ < needed_) {
       fallback_.append_group(attempt, g, G_);
     }
@@ -46,8 +45,8 @@ void GroupCollector::add(const GenerationBatch& attempt, const at::Tensor& group
 
 size_t GroupCollector::next_request() const {
   if (full()) return 0;
-  if (valid_groups_ == 0) return needed_;
-  const double valid_rate = static_cast<double>(valid_groups_) / static_cast<double>(seen_groups_);
+  if (valid_groups() == 0) return needed_;
+  const double valid_rate = static_cast<double>(valid_groups()) / static_cast<double>(seen_groups_);
   const auto want = static_cast<size_t>(std::ceil(static_cast<double>(missing()) / valid_rate));
   return std::min(needed_, std::max<size_t>(want, 1));
 }
@@ -57,7 +56,7 @@ GenerationBatch GroupCollector::take() {
   for (size_t g = 0; out.size() / G_ < needed_ && g < fallback_.size() / G_; ++g) out.append_group(fallback_, g, G_);
   valid_ = {};
   fallback_ = {};
-  valid_groups_ = seen_groups_ = 0;
+  seen_groups_ = 0;
   return out;
 }
 

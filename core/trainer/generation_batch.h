@@ -41,8 +41,8 @@ class GroupCollector {
   // Takes every group of a scored attempt; group_std[g] is group g's reward
   // std (NaN when fewer than 2 rows were scored: not a valid group).
   void add(const GenerationBatch& attempt, const at::Tensor& group_std);
-  bool full() const { return valid_groups_ >= needed_; }
-  size_t missing() const { return full() ? 0 : needed_ - valid_groups_; }
+  bool full() const { return valid_groups() >= needed_; }
+  size_t missing() const { return full() ? 0 : needed_ - valid_groups(); }
   // How many prompts the next attempt should sample: the missing groups over
   // the valid fraction seen so far, capped at one whole batch.
   size_t next_request() const;
@@ -50,8 +50,9 @@ class GroupCollector {
   GenerationBatch take();
 
  private:
+  size_t valid_groups() const { return valid_.size() / G_; }
   size_t needed_, G_;
-  size_t valid_groups_ = 0, seen_groups_ = 0;
+  size_t seen_groups_ = 0;
   GenerationBatch valid_, fallback_;
 };
 

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <filesystem>
@@ -23,14 +22,15 @@
 #include "trainer/checkpoint.h"
 #include "trainer/importance_sampling.h"
 #include "trainer/progress_line.h"
+#include "util/clock.h"
 
 namespace grpo::trainer {
+
+using util::now_s;
 
 namespace fs = std::filesystem;
 
 namespace {
-
-double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 LossType loss_type_of(const std::string& s) {
   if (s == "bnpo") return LossType::Bnpo;
@@ -92,9 +92,8 @@ GrpoTrainer::GrpoTrainer(const config::Config& cfg)
   async_ = cfg.get_bool("async_generate");
   // Completions from other weights than the trainer's: correct for the
   // sampler's log-probs (on by default with async_generate, as TRL's is).
-  is_correction_ = cfg.is_set("vllm_importance_sampling_correction") || !async_
-                       ? cfg.get_bool("vllm_importance_sampling_correction")
-                       : true;
+  is_correction_ = cfg.get_bool("vllm_importance_sampling_correction") ||
+                   (async_ && !cfg.is_set("vllm_importance_sampling_correction"));
   // The policy changes while a generation batch is still in use: its ratio
   // needs the log-probs of the weights that sampled it (grpo.md §3).
   needs_old_logp_ = iterations > 1 || steps_per_generation > ga_ || async_ || is_correction_;

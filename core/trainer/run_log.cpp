@@ -25,20 +25,16 @@ void RunLog::add(const std::map<std::string, double>& metrics) {
 
 void RunLog::flush(int64_t global_step, int64_t max_steps) {
   if (window_.empty()) return;
-  nlohmann::json line = nlohmann::json::object();
   std::map<std::string, double> means;
   for (const auto& [name, sc] : window_) means[name] = sc.first / static_cast<double>(sc.second);
-  for (const auto& [name, mean] : means) line[name] = mean;
-  line["global_step"] = global_step;
-  if (tensorboard_) tensorboard_->add_scalars(global_step, means);
-  out_ << line.dump() << '\n';
-  out_.flush();
+  write(global_step, means);
   // One line; only what this run logs (sft has no reward, beta 0 no kl).
   std::string text = "step " + std::to_string(global_step) + "/" + std::to_string(max_steps);
   for (const char* key : {"reward", "loss", "kl", "grad_norm", "learning_rate", "step_time"}) {
-    if (!line.contains(key)) continue;
+    auto it = means.find(key);
+    if (it == means.end()) continue;
     char value[32];
-    std::snprintf(value, sizeof value, std::string(key) == "learning_rate" ? "%.2e" : "%.4g", line[key].get<double>());
+    std::snprintf(value, sizeof value, std::string(key) == "learning_rate" ? "%.2e" : "%.4g", it->second);
     text += std::string("  ") + key + " " + value;
   }
   std::puts(text.c_str());

@@ -6,24 +6,19 @@
 // weights as they were when it started — one step off-policy. The trainer
 // recomputes `old` with its current weights and corrects for the sampler's
 // own log-probs (importance_sampling.h).
-#include <chrono>
 
 #include <grpo/sampler.h>
 #include <torch/types.h>
 
+#include "model/lora.h"
 #include "model/weights.h"
 #include "plugins/plugin_options.h"
-
-#include "model/lora.h"
 #include "trainer/grpo_trainer.h"
+#include "util/clock.h"
 
 namespace grpo::trainer {
 
-namespace {
-
-double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
-}  // namespace
+using util::now_s;
 
 void GrpoTrainer::create_sampler(at::ScalarType dtype) {
   const std::string resume = cfg_.get_string("resume_from_checkpoint");

@@ -1,17 +1,17 @@
 // Generation batches: prompts through the sampler plugin, completions through
 // the reward plugins, scores into group-relative advantages; and evaluation,
 // which does the same on the validation prompts without training.
-#include <chrono>
 
 #include <spdlog/spdlog.h>
 
 #include "trainer/grpo_trainer.h"
+#include "util/clock.h"
 
 namespace grpo::trainer {
 
-namespace {
+using util::now_s;
 
-double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+namespace {
 
 ScaleRewards scale_of(const std::string& s) {
   if (s == "batch") return ScaleRewards::Batch;
@@ -134,24 +134,19 @@ Metrics GrpoTrainer::evaluate() {
   const size_t per_batch = std::max<size_t>(1, static_cast<size_t>(cfg_.get_int("per_device_eval_batch_size") / G_));
   std::vector<const Prompt*> all = val_prompts_->next(val_prompts_->size());
   GenerationBatch whole;
-  Metrics ignored;
-  double tokens = 0;
+  Metrics per_batch_metrics;  // only eval_num_tokens adds up across batches; the rest is recomputed on `whole`
   for (size_t b = 0; b < all.size(); b += per_batch) {
     std::vector<const Prompt*> part(all.begin() + static_cast<std::ptrdiff_t>(b),
                                     all.begin() + static_cast<std::ptrdiff_t>(std::min(all.size(), b + per_batch)));
-    GenerationBatch batch = generate(part, ignored, "eval_", generations_++);
-    score(batch, ignored, trainer_state());
-    tokens += ignored["eval_num_tokens"];
-    ignored.erase("eval_num_tokens");
+    GenerationBatch batch = generate(part, per_batch_metrics, "eval_", generations_++);
+    score(batch, per_batch_metrics, trainer_state());
     for (size_t g = 0; g < batch.size() / static_cast<size_t>(G_); ++g)
       whole.append_group(batch, g, static_cast<size_t>(G_));
   }
   Metrics m;
   advantages_of(whole, m, "eval_");
-  double lengths = 0;
-  for (const auto& s : whole.sequences) lengths += static_cast<double>(s.completion_ids.size());
-  m["eval_completions/mean_length"] = lengths / static_cast<double>(whole.size());
-  m["eval_num_tokens"] = tokens;
+  m["eval_num_tokens"] = per_batch_metrics["eval_num_tokens"];
+  m["eval_completions/mean_length"] = m["eval_num_tokens"] / static_cast<double>(whole.size());
   m["eval_runtime"] = now_s() - start;
   plugin_metrics_->drain();  // the rewards' own metrics of evaluation are not the next training step's
   spdlog::info("eval at step {}: reward {:.4f} over {} prompts", global_step_, m["eval_reward"], all.size());

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <fstream>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "model/weights.h"
@@ -62,6 +63,24 @@ TEST(ChunkedLogprobs, CompletionLogprobsMatchTransformersOnTinyQwen2) {
   EXPECT_LT(diff, 1e-4);
 }
 
+namespace {
+
+// Whether the autograd graph behind `t` has a node whose name contains `part`.
+bool graph_has(const at::Tensor& t, const std::string& part) {
+  std::vector<torch::autograd::Node*> todo = {t.grad_fn().get()};
+  std::set<torch::autograd::Node*> seen;
+  while (!todo.empty()) {
+    torch::autograd::Node* node = todo.back();
+    todo.pop_back();
+    if (!node || !seen.insert(node).second) continue;
+    if (node->name().find(part) != std::string::npos) return true;
+    for (const auto& edge : node->next_edges()) todo.push_back(edge.function.get());
+  }
+  return false;
+}
+
+}  // namespace
+
 TEST(GradientCheckpointing, SameLossAndGradientsWithLessKeptForBackward) {
   const std::string dir = GRPO_SHARED_DATA_DIR "/tiny-qwen2";
   at::Tensor ids = torch::randint(0, 100, {2, 12}, torch::kLong);
@@ -72,6 +91,8 @@ TEST(GradientCheckpointing, SameLossAndGradientsWithLessKeptForBackward) {
     model->train();
     model->set_gradient_checkpointing(checkpointing);
     TokenLogprobs lp = sequence_logprobs(*model, ids, mask, {1.0, 5, false});
+    // The layers run inside the recomputing node exactly when asked to.
+    EXPECT_EQ(graph_has(lp.logprobs, "CheckpointFunction"), checkpointing);
     lp.logprobs.sum().backward();
     std::vector<at::Tensor> grads;
     for (const auto& p : model->parameters()) grads.push_back(p.grad().clone());
@@ -90,6 +111,7 @@ TEST(GradientCheckpointing, FrozenInputsStillGiveTheLayersGradients) {
   model->set_gradient_checkpointing(true);
   model->model->embed_tokens->weight.set_requires_grad(false);  // as under LoRA: the input carries no grad
   at::Tensor hidden = model->hidden_states(torch::randint(0, 100, {1, 6}, torch::kLong));
+  ASSERT_TRUE(graph_has(hidden, "CheckpointFunction"));
   hidden.sum().backward();
   const at::Tensor& g = model->model->layers->ptr<DecoderLayerImpl>(0)->self_attn->q_proj->weight.grad();
   ASSERT_TRUE(g.defined());
