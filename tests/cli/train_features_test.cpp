@@ -19,7 +19,8 @@ std::string setup(const std::string& name, const std::string& extra_rows = "") {
 std::string base_flags(const std::string& dir) {
   return "train --model " + dir + "/model --dataset " + dir + "/rows.jsonl --train_type full "
          "--reward_funcs repetition --repetition_n_grams 1 --plugin_args '{\"repetition\": {\"unit\": \"token\"}}' "
-         "--num_generations 4 --per_device_train_batch_size 2 --gradient_accumulation_steps 2 --max_completion_length 12 --logging_steps 1 "
+         "--num_generations 4 --per_device_train_batch_size 2 --gradient_accumulation_steps 2 "
+         "--max_completion_length 12 --logging_steps 1 "
          "--save_steps 1000 --report_to none --gradient_checkpointing false --output_dir " + dir + "/out ";
 }
 
