@@ -6,6 +6,7 @@
 //  - prefix sharing: a G=8 group prefilled once vs eight times;
 //  - peak RSS.
 //   bench_engine [--dtype float32|bfloat16|both] [--device cpu|cuda] [--new_tokens 32] [--threads N]
+//                [--profile_batch B]  (decode at batch B only, repeated: for perf record)
 #include <sys/resource.h>
 
 #include <chrono>
@@ -86,6 +87,8 @@ long peak_rss_mb() {
   return u.ru_maxrss / 1024;
 }
 
+int64_t g_profile_batch = 0;
+
 void run(at::ScalarType dtype, int64_t new_tokens) {
   nlohmann::json json = preset_config("qwen2", "base25m", 512);
   CausalLM lm(ModelConfig::from_json(json, "base25m"));
@@ -106,6 +109,13 @@ void run(at::ScalarType dtype, int64_t new_tokens) {
   Engine engine(lm);
   SamplingParams sp;
   sp.max_new_tokens = new_tokens;
+  if (g_profile_batch > 0) {
+    GenerateRequest req{std::vector<int32_t>(16, 7), g_profile_batch, 1, {}};
+    double t = best_time(10, [&] { engine.generate({req}, sp); });
+    std::printf("batch %lld: %.0f tokens/s\n", static_cast<long long>(g_profile_batch),
+                static_cast<double>(g_profile_batch * new_tokens) / t);
+    return;
+  }
   std::printf("%-8s %12s %14s %16s %12s %14s\n", "batch", "tokens/s", "model GFLOP/s", "matmul GFLOP/s", "of matmul",
               "of memory bw");
   for (int64_t B : {1, 16, 64}) {
@@ -157,6 +167,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--new_tokens")) new_tokens = std::stoll(argv[i + 1]);
     if (!std::strcmp(argv[i], "--threads")) threads = std::stoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--device")) g_device = at::Device(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--profile_batch")) g_profile_batch = std::stoll(argv[i + 1]);
   }
   configure_cpu_threads(threads);
   if (dtype == "float32" || dtype == "both") run(at::kFloat, new_tokens);

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "model/cpu_kernels.h"
+
 namespace grpo::model {
 
 at::Tensor rope_inv_freq(const ModelConfig& config) {
@@ -31,6 +33,7 @@ std::pair<at::Tensor, at::Tensor> rope_cos_sin(const at::Tensor& inv_freq, const
 }
 
 at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  if (x.stride(-1) == 1 && cpu::applies({x, cos, sin})) return cpu::rope(x, cos, sin);
   const int64_t half = x.size(-1) / 2;
   at::Tensor rotated = at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
   return x * cos.unsqueeze(1) + rotated * sin.unsqueeze(1);

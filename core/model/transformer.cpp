@@ -2,9 +2,11 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <tuple>
 
 #include "model/activation_checkpoint.h"
+#include "model/cpu_kernels.h"
 #include "model/rope.h"
 #include "model/torch_compat.h"
 
@@ -17,6 +19,7 @@ RMSNormImpl::RMSNormImpl(int64_t dim, double eps) : eps_(eps) {
 }
 
 at::Tensor RMSNormImpl::forward(const at::Tensor& x) {
+  if (cpu::applies({x, weight})) return cpu::rms_norm(x, weight, eps_);
   // In float32 whatever the storage, as Hugging Face does.
   at::Tensor xf = x.to(at::kFloat);
   at::Tensor normed = xf * at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps_);
@@ -71,7 +74,11 @@ MlpImpl::MlpImpl(const ModelConfig& c) {
   down_proj = register_module("down_proj", Proj(c.intermediate_size, c.hidden_size, false));
 }
 
-at::Tensor MlpImpl::forward(const at::Tensor& x) { return down_proj(at::silu(gate_proj(x)) * up_proj(x)); }
+at::Tensor MlpImpl::forward(const at::Tensor& x) {
+  at::Tensor gate = gate_proj(x), up = up_proj(x);
+  if (cpu::applies({gate, up})) return down_proj(cpu::silu_mul(gate, up));
+  return down_proj(at::silu(gate) * up);
+}
 
 DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c) {
   self_attn = register_module("self_attn", Attention(c));
@@ -134,6 +141,8 @@ at::Tensor CausalLMImpl::hidden_states(const at::Tensor& input_ids, const at::Te
     // Position = number of real tokens before this one (left padding shifts nothing).
     positions = (key_mask.cumsum(1) - 1).clamp_min(0).narrow(1, key_mask.size(1) - T, T);
   }
+  std::optional<cpu::FusedScope> fused;
+  if (cache) fused.emplace();                     // decoding: see cpu_kernels.h
   at::Tensor x = model->embed_tokens(input_ids);  // [B, T, H]
   auto [cos, sin] = rope_cos_sin(inv_freq_, positions, x.scalar_type());
   at::Tensor additive = causal_padding_mask(key_mask, T, x.scalar_type());

@@ -1,0 +1,284 @@
+#include "model/cpu_kernels.h"
+
+#include <ATen/Parallel.h>
+#include <c10/core/GradMode.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "model/cpu_float_math.h"
+
+// Each worker is compiled three times, for AVX-512, AVX2 + FMA and baseline
+// x86-64, and the loader picks the widest the CPU runs: the loops are 3-7x
+// faster with wide vectors, and a binary built here still runs anywhere.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define GRPO_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define GRPO_VECTOR_CLONES
+#endif
+
+namespace grpo::model::cpu {
+
+namespace {
+
+using detail::load;
+using detail::round_to;
+using detail::store;
+
+// Elements per parallel chunk: below this a second thread costs more than it saves.
+constexpr int64_t kGrainElements = 16384;
+
+int64_t rows_per_chunk(int64_t row_elements) { return std::max<int64_t>(1, kGrainElements / row_elements); }
+
+template <class F>
+void dispatch(at::ScalarType dtype, const char* name, F&& f) {
+  switch (dtype) {
+    case at::kFloat: return f(float{});
+    case at::kBFloat16: return f(c10::BFloat16{});
+    case at::kHalf: return f(c10::Half{});
+    default: TORCH_CHECK(false, name, ": unsupported dtype ", dtype);
+  }
+}
+
+template <class T>
+GRPO_VECTOR_CLONES void rms_norm_rows(const T* x, const T* weight, T* out, int64_t N, float eps, int64_t begin,
+                                      int64_t end) {
+  std::vector<float> row(N), w(N);
+  load(weight, w.data(), N);
+  for (int64_t r = begin; r < end; ++r) {
+    load(x + r * N, row.data(), N);
+    float sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t i = 0; i < N; ++i) sum += row[i] * row[i];
+    const float inv = 1.0f / std::sqrt(sum / static_cast<float>(N) + eps);
+    for (int64_t i = 0; i < N; ++i) row[i] = w[i] * round_to<T>(row[i] * inv);
+    store(row.data(), out + r * N, N);
+  }
+}
+
+template <class T>
+GRPO_VECTOR_CLONES void silu_mul_span(const T* gate, const T* up, T* out, int64_t begin, int64_t end) {
+  constexpr int64_t kBlock = 1024;
+  float g[kBlock], u[kBlock];
+  for (int64_t b = begin; b < end; b += kBlock) {
+    const int64_t len = std::min(kBlock, end - b);
+    load(gate + b, g, len);
+    load(up + b, u, len);
+    for (int64_t i = 0; i < len; ++i) g[i] = round_to<T>(g[i] / (1.0f + detail::exp(-g[i]))) * u[i];
+    store(g, out + b, len);
+  }
+}
+
+// Rows i of x [B, H, T, D] (strides xs) into contiguous out; cos/sin [B, T, D].
+template <class T>
+GRPO_VECTOR_CLONES void rope_rows(const T* x, const int64_t* xs, const T* cos, const T* sin, T* out, int64_t H,
+                                  int64_t T_, int64_t D, int64_t begin, int64_t end) {
+  const int64_t half = D / 2;
+  std::vector<float> row(D), c(D), s(D), res(D);
+  for (int64_t i = begin; i < end; ++i) {
+    const int64_t b = i / (H * T_), h = i / T_ % H, t = i % T_;
+    load(x + b * xs[0] + h * xs[1] + t * xs[2], row.data(), D);
+    load(cos + (b * T_ + t) * D, c.data(), D);
+    load(sin + (b * T_ + t) * D, s.data(), D);
+    // x * cos + rotate_half(x) * sin with rotate_half(x) = (-x2, x1), each
+    // product and the sum rounded as the three at:: ops round them.
+    for (int64_t d = 0; d < half; ++d)
+      res[d] = round_to<T>(round_to<T>(row[d] * c[d]) + round_to<T>(-row[d + half] * s[d]));
+    for (int64_t d = half; d < D; ++d)
+      res[d] = round_to<T>(round_to<T>(row[d] * c[d]) + round_to<T>(row[d - half] * s[d]));
+    store(res.data(), out + i * D, D);
+  }
+}
+
+struct AttentionArgs {
+  int64_t H, R, S, D;
+  const int64_t *qs, *ks, *vs;  // strides of q, k, v
+  const float* mask;            // [B, R, S]
+  float scale;
+};
+
+// The KV cache is larger than the caches and each (batch, head) reads its own
+// block: asking for the next block while this one computes hides the memory
+// latency that otherwise dominates.
+template <class T>
+void prefetch_block(const T* k, const T* v, const AttentionArgs& a, int64_t bh) {
+  const int64_t b = bh / a.H, h = bh % a.H, lines = a.D * static_cast<int64_t>(sizeof(T)) / 64;
+  for (int64_t s = 0; s < a.S; ++s)
+    for (int64_t l = 0; l <= lines; ++l) {
+      __builtin_prefetch(reinterpret_cast<const char*>(k + b * a.ks[0] + h * a.ks[1] + s * a.ks[2]) + 64 * l);
+      __builtin_prefetch(reinterpret_cast<const char*>(v + b * a.vs[0] + h * a.vs[1] + s * a.vs[2]) + 64 * l);
+    }
+}
+
+// q . k over D with kLanes partial sums folded as a tree: one vector
+// register, and no serial chain of scalar adds.
+constexpr int64_t kLanes = 16;
+
+template <class T>
+inline float dot(const float* q, const T* k, int64_t D) {
+  float part[kLanes] = {};
+  float kf[kLanes];
+  int64_t i = 0;
+  for (; i + kLanes <= D; i += kLanes) {
+    load(k + i, kf, kLanes);
+    for (int64_t j = 0; j < kLanes; ++j) part[j] += q[i + j] * kf[j];
+  }
+  for (int64_t j = 0; j < 8; ++j) part[j] += part[j + 8];
+  for (int64_t j = 0; j < 4; ++j) part[j] += part[j + 4];
+  for (int64_t j = 0; j < 2; ++j) part[j] += part[j + 2];
+  float sum = part[0] + part[1];
+  if (i < D) {
+    load(k + i, kf, D - i);
+    for (int64_t j = 0; i + j < D; ++j) sum += q[i + j] * kf[j];
+  }
+  return sum;
+}
+
+// out[0, n) = scale * sum_s p_s v_s[0, n), n <= kChunk: a fixed-size
+// accumulator stays in registers across the keys.
+constexpr int64_t kChunk = 64;
+
+template <class T>
+inline void weighted_sum(const float* p, const T* v, int64_t v_stride, int64_t S, int64_t n, float scale,
+                         float* out) {
+  float part[kChunk] = {};
+  float vf[kChunk];
+  if (n == kChunk) {
+    for (int64_t s = 0; s < S; ++s) {
+      load(v + s * v_stride, vf, kChunk);
+      for (int64_t j = 0; j < kChunk; ++j) part[j] += p[s] * vf[j];
+    }
+  } else {
+    for (int64_t s = 0; s < S; ++s) {
+      load(v + s * v_stride, vf, n);
+      for (int64_t j = 0; j < n; ++j) part[j] += p[s] * vf[j];
+    }
+  }
+  for (int64_t j = 0; j < n; ++j) out[j] = part[j] * scale;
+}
+
+template <class T>
+GRPO_VECTOR_CLONES void attend_pairs(const T* q, const T* k, const T* v, T* out, const AttentionArgs& a,
+                                     int64_t begin, int64_t end) {
+  const int64_t H = a.H, R = a.R, S = a.S, D = a.D;
+  std::vector<float> qf(R * D), scores(R * S), acc(R * D);
+  for (int64_t bh = begin; bh < end; ++bh) {
+    const int64_t b = bh / H, h = bh % H;
+    if (bh + 1 < end) prefetch_block(k, v, a, bh + 1);
+    const T* kb = k + b * a.ks[0] + h * a.ks[1];
+    const T* vb = v + b * a.vs[0] + h * a.vs[1];
+    for (int64_t r = 0; r < R; ++r) load(q + b * a.qs[0] + h * a.qs[1] + r * a.qs[2], qf.data() + r * D, D);
+    for (int64_t r = 0; r < R; ++r) {
+      float* sr = scores.data() + r * S;
+      const float* m = a.mask + (b * R + r) * S;
+      for (int64_t s = 0; s < S; ++s) sr[s] = dot(qf.data() + r * D, kb + s * a.ks[2], D) * a.scale + m[s];
+      float max = -INFINITY;
+#pragma omp simd reduction(max : max)
+      for (int64_t s = 0; s < S; ++s) max = std::max(max, sr[s]);
+      float sum = 0;
+#pragma omp simd reduction(+ : sum)
+      for (int64_t s = 0; s < S; ++s) sum += sr[s] = detail::exp(sr[s] - max);
+      for (int64_t i = 0; i < D; i += kChunk)
+        weighted_sum(sr, vb + i, a.vs[2], S, std::min(kChunk, D - i), 1.0f / sum, acc.data() + r * D + i);
+    }
+    store(acc.data(), out + bh * R * D, R * D);
+  }
+}
+
+at::Tensor last_dim_contiguous(const at::Tensor& t) { return t.stride(-1) == 1 ? t : t.contiguous(); }
+
+}  // namespace
+
+namespace {
+thread_local bool t_fused = false;
+}  // namespace
+
+FusedScope::FusedScope() : previous_(t_fused) { t_fused = true; }
+FusedScope::~FusedScope() { t_fused = previous_; }
+
+bool applies(std::initializer_list<at::Tensor> tensors) {
+  if (!t_fused) return false;
+  const bool grad = c10::GradMode::is_enabled();
+  for (const at::Tensor& t : tensors) {
+    if (!t.device().is_cpu() || (grad && t.requires_grad())) return false;
+    const at::ScalarType s = t.scalar_type();
+    if (s != at::kFloat && s != at::kBFloat16 && s != at::kHalf) return false;
+  }
+  return true;
+}
+
+at::Tensor rms_norm(const at::Tensor& x_in, const at::Tensor& weight_in, double eps) {
+  at::Tensor x = x_in.contiguous(), weight = weight_in.to(x.scalar_type()).contiguous();
+  TORCH_CHECK(weight.numel() == x.size(-1), "rms_norm: weight ", weight.sizes(), " does not fit x ", x.sizes());
+  at::Tensor out = at::empty_like(x);
+  const int64_t N = x.size(-1), rows = x.numel() / N;
+  dispatch(x.scalar_type(), "rms_norm", [&](auto tag) {
+    using T = decltype(tag);
+    at::parallel_for(0, rows, rows_per_chunk(N), [&](int64_t begin, int64_t end) {
+      rms_norm_rows(x.data_ptr<T>(), weight.data_ptr<T>(), out.data_ptr<T>(), N, static_cast<float>(eps), begin, end);
+    });
+  });
+  return out;
+}
+
+at::Tensor silu_mul(const at::Tensor& gate_in, const at::Tensor& up_in) {
+  at::Tensor gate = gate_in.contiguous(), up = up_in.contiguous();
+  TORCH_CHECK(gate.sizes() == up.sizes() && gate.scalar_type() == up.scalar_type(), "silu_mul: gate ",
+              gate.sizes(), " and up ", up.sizes(), " differ");
+  at::Tensor out = at::empty_like(gate);
+  dispatch(gate.scalar_type(), "silu_mul", [&](auto tag) {
+    using T = decltype(tag);
+    at::parallel_for(0, gate.numel(), kGrainElements, [&](int64_t begin, int64_t end) {
+      silu_mul_span(gate.data_ptr<T>(), up.data_ptr<T>(), out.data_ptr<T>(), begin, end);
+    });
+  });
+  return out;
+}
+
+at::Tensor rope(const at::Tensor& x_in, const at::Tensor& cos_in, const at::Tensor& sin_in) {
+  at::Tensor x = last_dim_contiguous(x_in);
+  const int64_t B = x.size(0), H = x.size(1), T = x.size(2), D = x.size(3);
+  at::Tensor cos = cos_in.expand({B, T, D}).contiguous(), sin = sin_in.expand({B, T, D}).contiguous();
+  TORCH_CHECK(cos.scalar_type() == x.scalar_type() && sin.scalar_type() == x.scalar_type() && D % 2 == 0, "rope: x ",
+              x.sizes(), " ", x.scalar_type(), " and cos/sin ", cos_in.sizes(), " ", cos_in.scalar_type(),
+              " do not fit");
+  at::Tensor out = at::empty({B, H, T, D}, x.options().memory_format(at::MemoryFormat::Contiguous));
+  dispatch(x.scalar_type(), "rope", [&](auto tag) {
+    using S = decltype(tag);
+    at::parallel_for(0, B * H * T, rows_per_chunk(D), [&](int64_t begin, int64_t end) {
+      rope_rows(x.data_ptr<S>(), x.strides().data(), cos.data_ptr<S>(), sin.data_ptr<S>(), out.data_ptr<S>(), H, T,
+                D, begin, end);
+    });
+  });
+  return out;
+}
+
+at::Tensor decode_attention(const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in,
+                            const at::Tensor& mask_in, double scale) {
+  at::Tensor q = last_dim_contiguous(q_in), k = last_dim_contiguous(k_in), v = last_dim_contiguous(v_in);
+  TORCH_CHECK(q.dim() == 4 && k.sizes() == v.sizes() && k.size(0) == q.size(0) && k.size(1) == q.size(1) &&
+                  k.size(3) == q.size(3) && k.scalar_type() == q.scalar_type() && v.scalar_type() == q.scalar_type(),
+              "decode_attention: q ", q.sizes(), ", k ", k.sizes(), ", v ", v.sizes(), " do not fit");
+  const int64_t B = q.size(0), H = q.size(1), R = q.size(2), S = k.size(2), D = q.size(3);
+  at::Tensor mask = mask_in.to(at::kFloat).expand({B, 1, R, S}).contiguous();
+  at::Tensor out = at::empty(q.sizes(), q.options().memory_format(at::MemoryFormat::Contiguous));
+  const AttentionArgs args{H,
+                           R,
+                           S,
+                           D,
+                           q.strides().data(),
+                           k.strides().data(),
+                           v.strides().data(),
+                           mask.data_ptr<float>(),
+                           static_cast<float>(scale)};
+  dispatch(q.scalar_type(), "decode_attention", [&](auto tag) {
+    using T = decltype(tag);
+    at::parallel_for(0, B * H, 1, [&](int64_t begin, int64_t end) {
+      attend_pairs(q.data_ptr<T>(), k.data_ptr<T>(), v.data_ptr<T>(), out.data_ptr<T>(), args, begin, end);
+    });
+  });
+  return out;
+}
+
+}  // namespace grpo::model::cpu

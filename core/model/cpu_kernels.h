@@ -1,0 +1,54 @@
+// Fused CPU kernels for inference (no autograd) in float32, bfloat16 and
+// float16. LibTorch 1.13's CPU kernels for 16-bit types convert element by
+// element and materialise every intermediate; at decode shapes (a few rows
+// per sequence) that cost more than the matmuls. These compute in float32
+// registers and round once, where the unfused ops would round, so results
+// match the at:: ops they replace (attention: to float32 accuracy).
+#pragma once
+
+#include <ATen/ATen.h>
+
+namespace grpo::model::cpu {
+
+// Opens a region where the kernels below may replace at:: ops; the model
+// opens one while it decodes with a KV cache. Log-probabilities for training
+// (with or without gradient) keep LibTorch's ops, so that the policy, old and
+// reference log-probabilities of the same weights agree bitwise, and a
+// recomputed (checkpointed) layer gives what its first pass gave.
+class FusedScope {
+ public:
+  FusedScope();
+  ~FusedScope();
+  FusedScope(const FusedScope&) = delete;
+  FusedScope& operator=(const FusedScope&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// True inside a FusedScope when the tensors are on the CPU, of a supported
+// dtype, and no gradient is wanted for any of them.
+bool applies(std::initializer_list<at::Tensor> tensors);
+
+// weight * (x * rsqrt(mean(x^2) + eps)) over the last dim, the normalisation
+// in float32 and rounded to x's dtype before the weight multiplies, as
+// Hugging Face's RMSNorm does.
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
+
+// silu(gate) * up, each rounded to the dtype as the two at:: ops would.
+at::Tensor silu_mul(const at::Tensor& gate, const at::Tensor& up);
+
+// x * cos + rotate_half(x) * sin for x [B, H, T, D] (last dim contiguous) and
+// cos/sin broadcastable to [B, T, D], rounded as those ops round; the result
+// is contiguous.
+at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
+
+// softmax(q k^T * scale + mask) v for few query rows: q [B, H, R, D],
+// k/v [B, H, S, D] with the last dim contiguous (a view of a KV cache),
+// mask additive and broadcastable to [B, 1, R, S]. Keys and values are read
+// once per (batch, head) for all R rows; scores and the weighted sum stay in
+// float32.
+at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,
+                            double scale);
+
+}  // namespace grpo::model::cpu
