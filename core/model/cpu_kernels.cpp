@@ -103,11 +103,11 @@ struct AttentionArgs {
 // latency that otherwise dominates.
 template <class T>
 void prefetch_block(const T* k, const T* v, const AttentionArgs& a, int64_t bh) {
-  const int64_t b = bh / a.H, h = bh % a.H, lines = a.D * static_cast<int64_t>(sizeof(T)) / 64;
+  const int64_t b = bh / a.H, h = bh % a.H, row_bytes = a.D * static_cast<int64_t>(sizeof(T));
   for (int64_t s = 0; s < a.S; ++s)
-    for (int64_t l = 0; l <= lines; ++l) {
-      __builtin_prefetch(reinterpret_cast<const char*>(k + b * a.ks[0] + h * a.ks[1] + s * a.ks[2]) + 64 * l);
-      __builtin_prefetch(reinterpret_cast<const char*>(v + b * a.vs[0] + h * a.vs[1] + s * a.vs[2]) + 64 * l);
+    for (int64_t line = 0; line < row_bytes; line += 64) {  // a cache line is 64 bytes
+      __builtin_prefetch(reinterpret_cast<const char*>(k + b * a.ks[0] + h * a.ks[1] + s * a.ks[2]) + line);
+      __builtin_prefetch(reinterpret_cast<const char*>(v + b * a.vs[0] + h * a.vs[1] + s * a.vs[2]) + line);
     }
 }
 
