@@ -2,8 +2,9 @@
 // float16. LibTorch 1.13's CPU kernels for 16-bit types convert element by
 // element and materialise every intermediate; at decode shapes (a few rows
 // per sequence) that cost more than the matmuls. These compute in float32
-// registers and round once, where the unfused ops would round, so results
-// match the at:: ops they replace (attention: to float32 accuracy).
+// registers and round where the unfused ops round, so results agree with the
+// at:: ops they replace to within a rounding step or two of the dtype
+// (attention: to float32 accuracy, probabilities are not rounded to 16 bits).
 #pragma once
 
 #include <ATen/ATen.h>
