@@ -200,11 +200,10 @@ FusedScope::~FusedScope() { t_fused = previous_; }
 bool applies(std::initializer_list<at::Tensor> tensors) {
   if (!t_fused) return false;
   const bool grad = c10::GradMode::is_enabled();
-  for (const at::Tensor& t : tensors) {
-    if (!t.device().is_cpu() || (grad && t.requires_grad())) return false;
-    const at::ScalarType s = t.scalar_type();
-    if (s != at::kFloat && s != at::kBFloat16 && s != at::kHalf) return false;
-  }
+  const at::ScalarType dtype = tensors.begin()->scalar_type();
+  if (dtype != at::kFloat && dtype != at::kBFloat16 && dtype != at::kHalf) return false;
+  for (const at::Tensor& t : tensors)
+    if (!t.device().is_cpu() || t.scalar_type() != dtype || (grad && t.requires_grad())) return false;
   return true;
 }
 

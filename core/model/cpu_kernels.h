@@ -27,8 +27,9 @@ class FusedScope {
   bool previous_;
 };
 
-// True inside a FusedScope when the tensors are on the CPU, of a supported
-// dtype, and no gradient is wanted for any of them.
+// True inside a FusedScope when the tensors (at least one) are on the CPU,
+// all of one supported dtype, and no gradient is wanted for any of them;
+// otherwise the caller keeps the at:: ops (which promote mixed dtypes).
 bool applies(std::initializer_list<at::Tensor> tensors);
 
 // weight * (x * rsqrt(mean(x^2) + eps)) over the last dim, the normalisation

@@ -114,6 +114,7 @@ TEST(CpuKernelsApply, OnlyInAFusedScopeWithoutGradientOnTheCpu) {
   cpu::FusedScope fused;
   EXPECT_TRUE(cpu::applies({x}));
   EXPECT_FALSE(cpu::applies({x.to(at::kDouble)}));
+  EXPECT_FALSE(cpu::applies({x.to(at::kBFloat16), x}));  // mixed dtypes promote in the at:: ops
   at::Tensor p = torch::randn({3}, torch::requires_grad());
   EXPECT_FALSE(cpu::applies({x, p}));
   torch::NoGradGuard no_grad;
