@@ -162,7 +162,7 @@ template <class T>
 GRPO_VECTOR_CLONES void attend_pairs(const T* q, const T* k, const T* v, T* out, const AttentionArgs& a,
                                      int64_t begin, int64_t end) {
   const int64_t H = a.H, R = a.R, S = a.S, D = a.D;
-  std::vector<float> qf(R * D), scores(R * S), acc(R * D);
+  std::vector<float> qf(R * D), scores(S), acc(R * D);  // one query row's scores at a time
   for (int64_t bh = begin; bh < end; ++bh) {
     const int64_t b = bh / H, h = bh % H;
     if (bh + 1 < end) prefetch_block(k, v, a, bh + 1);
@@ -170,7 +170,7 @@ GRPO_VECTOR_CLONES void attend_pairs(const T* q, const T* k, const T* v, T* out,
     const T* vb = v + b * a.vs[0] + h * a.vs[1];
     for (int64_t r = 0; r < R; ++r) load(q + b * a.qs[0] + h * a.qs[1] + r * a.qs[2], qf.data() + r * D, D);
     for (int64_t r = 0; r < R; ++r) {
-      float* sr = scores.data() + r * S;
+      float* sr = scores.data();
       const float* m = a.mask + (b * R + r) * S;
       for (int64_t s = 0; s < S; ++s) sr[s] = dot(qf.data() + r * D, kb + s * a.ks[2], D) * a.scale + m[s];
       float max = -INFINITY;
@@ -208,8 +208,9 @@ bool applies(std::initializer_list<at::Tensor> tensors) {
 }
 
 at::Tensor rms_norm(const at::Tensor& x_in, const at::Tensor& weight_in, double eps) {
-  at::Tensor x = x_in.contiguous(), weight = weight_in.to(x.scalar_type()).contiguous();
-  TORCH_CHECK(weight.numel() == x.size(-1), "rms_norm: weight ", weight.sizes(), " does not fit x ", x.sizes());
+  at::Tensor x = x_in.contiguous(), weight = weight_in.contiguous();
+  TORCH_CHECK(weight.numel() == x.size(-1) && weight.scalar_type() == x.scalar_type(), "rms_norm: weight ",
+              weight.sizes(), " ", weight.scalar_type(), " does not fit x ", x.sizes(), " ", x.scalar_type());
   at::Tensor out = at::empty_like(x);
   const int64_t N = x.size(-1), rows = x.numel() / N;
   dispatch(x.scalar_type(), "rms_norm", [&](auto tag) {
