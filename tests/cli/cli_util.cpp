@@ -65,4 +65,13 @@ std::vector<nlohmann::json> read_jsonl(const std::string& path) {
   return out;
 }
 
+ResumedRuns run_straight_and_resumed(const std::string& base, const std::string& dir) {
+  CommandResult a = run_host(base + "--output_dir " + dir + "/straight");
+  EXPECT_EQ(a.exit_code, 0) << a.output;
+  CommandResult b = run_host(base + "--output_dir " + dir + "/resumed --resume_from_checkpoint " + dir +
+                             "/straight/checkpoint-2");
+  EXPECT_EQ(b.exit_code, 0) << b.output;
+  return {read_jsonl(dir + "/straight/logging.jsonl"), read_jsonl(dir + "/resumed/logging.jsonl")};
+}
+
 }  // namespace grpo::testing

@@ -29,4 +29,12 @@ std::string read_file(const std::string& path);
 // One JSON value per non-empty line.
 std::vector<nlohmann::json> read_jsonl(const std::string& path);
 
+// `train` flags `base` run twice: straight into dir/straight, and resumed
+// from dir/straight/checkpoint-2 into dir/resumed (a failing run is a test
+// failure, with its output). Their logging.jsonl lines.
+struct ResumedRuns {
+  std::vector<nlohmann::json> straight, resumed;
+};
+ResumedRuns run_straight_and_resumed(const std::string& base, const std::string& dir);
+
 }  // namespace grpo::testing

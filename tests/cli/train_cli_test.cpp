@@ -128,13 +128,7 @@ TEST(TrainCommand, SigtermSavesACheckpointAndExitsCleanly) {
 TEST(TrainCommand, FourStepsStraightEqualTwoResumeTwo) {
   std::string dir = setup_run("train_resume");
   const std::string base = "train --config " + dir + "/run.yaml --save_total_limit 10 --log_completions false ";
-  CommandResult a = run_host(base + "--output_dir " + dir + "/straight");
-  ASSERT_EQ(a.exit_code, 0) << a.output;
-  CommandResult b = run_host(base + "--output_dir " + dir + "/resumed --resume_from_checkpoint " + dir +
-                             "/straight/checkpoint-2");
-  ASSERT_EQ(b.exit_code, 0) << b.output;
-  auto straight = read_jsonl(dir + "/straight/logging.jsonl");
-  auto resumed = read_jsonl(dir + "/resumed/logging.jsonl");
+  auto [straight, resumed] = run_straight_and_resumed(base, dir);
   ASSERT_EQ(straight.size(), 4u);
   ASSERT_EQ(resumed.size(), 2u);  // steps 3 and 4
   for (size_t i = 0; i < 2; ++i) {

@@ -60,13 +60,8 @@ TEST(TrainLora, TrainsAdaptersAgainstTheAdaptersDisabledReferenceAndSavesPeftFil
 TEST(TrainLora, ResumingFromAnAdapterCheckpointContinuesExactly) {
   std::string dir = setup("train_lora_resume");
   const std::string base = lora_flags(dir) + "--max_steps 4 --save_steps 2 ";
-  CommandResult a = run_host(base + "--output_dir " + dir + "/straight");
-  ASSERT_EQ(a.exit_code, 0) << a.output;
-  CommandResult b = run_host(base + "--output_dir " + dir + "/resumed --resume_from_checkpoint " + dir +
-                             "/straight/checkpoint-2");
-  ASSERT_EQ(b.exit_code, 0) << b.output;
-  auto straight = read_jsonl(dir + "/straight/logging.jsonl");
-  auto resumed = read_jsonl(dir + "/resumed/logging.jsonl");
+  auto [straight, resumed] = run_straight_and_resumed(base, dir);
+  ASSERT_EQ(straight.size(), 4u);
   ASSERT_EQ(resumed.size(), 2u);
   for (size_t i = 0; i < 2; ++i)
     for (const char* key : {"loss", "reward", "kl", "grad_norm"})
