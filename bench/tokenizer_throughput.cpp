@@ -101,11 +101,7 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 int main(int argc, char** argv) {
-#ifdef GRPO_SHARED_DATA_DIR
-  std::string path = GRPO_SHARED_DATA_DIR "/qwen3-tokenizer.json";
-#else
-  std::string path = "../shared/data/qwen3-tokenizer.json";  // from the repository root
-#endif
+  std::string path = GRPO_TEST_DATA_DIR "/qwen3-tokenizer.json";
   double megabytes = 4;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--mb") == 0 && i + 1 < argc) {

@@ -23,7 +23,7 @@ function(grpo_test name)
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE GTest::gtest GTest::gtest_main ${T_LIBS})
   target_compile_definitions(${name} PRIVATE
-    GRPO_SHARED_DATA_DIR="${PROJECT_SOURCE_DIR}/../shared/data"
+    GRPO_TEST_DATA_DIR="${PROJECT_SOURCE_DIR}/tests/data"
     GRPO_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     GRPO_BINARY_DIR="${PROJECT_BINARY_DIR}")
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)

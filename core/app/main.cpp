@@ -10,16 +10,10 @@
 #include "app/model_commands.h"
 #include "app/plugins_command.h"
 #include "config/config.h"
-#include "data/dataset.h"
-#include "plugins/plugin_error.h"
 #include "score/score_command.h"
-#include "model/checkpoint_files.h"
-#include "model/model_config.h"
-#include "model/safetensors.h"
-#include "tokenizer/chat_template.h"
-#include "tokenizer/tokenizer.h"
 #include "trainer/grpo_trainer.h"
 #include "trainer/sft_trainer.h"
+#include "util/user_error.h"
 
 namespace {
 
@@ -57,20 +51,13 @@ int run_config_command(const std::vector<std::string>& args) {
 
 int run_train_command(const std::vector<std::string>& args) {
   grpo::config::ParseResult parsed = grpo::config::parse(args);  // every flag validated before anything loads
-  grpo::trainer::GrpoTrainer trainer(parsed.config);
-  trainer.train();
+  grpo::trainer::run_grpo(grpo::trainer::GrpoSettings::from(parsed.config));  // refuses what is not built first
   return 0;
 }
 
-// Errors about what the user gave (flags, files, plugins) exit with 2, as
-// usage errors do; anything else is ours and exits with 1.
-bool is_input_error(const std::exception& e) {
-  return dynamic_cast<const grpo::config::ConfigError*>(&e) || dynamic_cast<const grpo::plugins::PluginError*>(&e) ||
-         dynamic_cast<const grpo::data::DataError*>(&e) || dynamic_cast<const grpo::tok::ChatTemplateError*>(&e) ||
-         dynamic_cast<const grpo::tok::TokenizerError*>(&e) || dynamic_cast<const grpo::model::CheckpointError*>(&e) ||
-         dynamic_cast<const grpo::model::ModelConfigError*>(&e) ||
-         dynamic_cast<const grpo::model::SafetensorsError*>(&e);
-}
+// Errors about what the user gave (flags, files, plugins, models) exit with 2,
+// as usage errors do; anything else is ours and exits with 1.
+bool is_input_error(const std::exception& e) { return dynamic_cast<const grpo::UserError*>(&e) != nullptr; }
 
 }  // namespace
 
@@ -103,7 +90,8 @@ int main(int argc, char** argv) {
     if (command == "evaluate") return grpo::app::run_evaluate_command(args);
     if (command == "train") return run_train_command(args);
     if (command == "sft") {
-      grpo::trainer::run_sft(grpo::config::parse(args, grpo::config::ParseOptions{{}, 0, false}).config);
+      grpo::trainer::run_sft(
+          grpo::trainer::SftSettings::from(grpo::config::parse(args, grpo::config::ParseOptions{{}, 0, false}).config));
       return 0;
     }
     std::fprintf(stderr, "grpo-host: unknown command '%s'\n\n%s", command.c_str(), kUsage);

@@ -11,12 +11,14 @@
 #include "config/config.h"
 #include "model/engine.h"
 #include "model/presets.h"
+#include "model/stop_ids.h"
 #include "model/threads.h"
 #include "model/lora_files.h"
 #include "model/weights.h"
 #include "tokenizer/byte_tokenizer.h"
 #include "tokenizer/chat_prompt.h"
 #include "tokenizer/tokenizer.h"
+#include "trainer/settings.h"
 
 namespace grpo::app {
 
@@ -76,37 +78,35 @@ int run_init_model_command(const std::vector<std::string>& args) {
 
 int run_generate_command(const std::vector<std::string>& args) {
   config::ParseResult parsed = config::parse(args, config::ParseOptions{{"prompt", "n", "raw"}, 0, false});
-  const config::Config& cfg = parsed.config;
-  const std::string dir = cfg.get_string("model");
-  if (dir.empty()) throw config::ConfigError("generate needs --model DIR (a Hugging Face model directory)");
+  const trainer::EvaluateSettings s = trainer::EvaluateSettings::from(parsed.config, /*needs_data=*/false);
+  const std::string& dir = s.model_dir;
   const std::string prompt = one(parsed, "prompt");
   if (prompt.empty()) throw config::ConfigError("generate needs --prompt TEXT");
 
-  model::configure_cpu_threads(static_cast<int>(cfg.get_int("num_threads")));
+  model::configure_cpu_threads(s.num_threads);
   tok::Tokenizer tokenizer = tok::Tokenizer::from_dir(dir);
   model::Engine engine(model::load_model_or_adapter(dir), &tokenizer);  // a LoRA checkpoint too
   model::GenerateRequest request;
   if (parsed.extras.count("raw")) {
     request.prompt_ids = tokenizer.encode(prompt, /*add_special_tokens=*/true);
   } else {  // as a user turn in the model's chat format, after --system if given
-    tok::ChatFamily family = tok::chat_family_for(tokenizer, cfg.get_string("template"));
+    tok::ChatFamily family = tok::chat_family_for(tokenizer, s.prompts.template_name);
     std::vector<tok::ChatMessage> messages;
-    const std::string system = cfg.get_string("system");
-    if (!system.empty()) messages.push_back({"system", system});
+    if (!s.prompts.system.empty()) messages.push_back({"system", s.prompts.system});
     messages.push_back({"user", prompt});
     request.prompt_ids = tok::encode_chat_prompt(tokenizer, family, messages);
   }
   request.n = std::stoll(one(parsed, "n", "1"));
-  request.seed = static_cast<uint64_t>(cfg.get_int("seed"));
-  if (auto eos = tokenizer.eos_id()) request.stop_ids.push_back(*eos);
+  request.seed = s.seed;
+  request.stop_ids = model::stop_token_ids(tokenizer, engine.model()->config(), dir);
   model::SamplingParams params;
-  params.temperature = cfg.get_double("temperature");
-  params.top_p = cfg.get_double("top_p");
-  params.top_k = cfg.get_int("top_k");
-  params.min_p = cfg.get_double("min_p");
-  params.repetition_penalty = cfg.get_double("repetition_penalty");
-  params.max_new_tokens = cfg.get_int("max_completion_length");
-  params.stop_strings = cfg.get_strings("stop_words");
+  params.temperature = s.sampling.temperature;
+  params.top_p = s.sampling.top_p;
+  params.top_k = s.sampling.top_k;
+  params.min_p = s.sampling.min_p;
+  params.repetition_penalty = s.sampling.repetition_penalty;
+  params.max_new_tokens = s.sampling.max_new_tokens;
+  params.stop_strings = s.sampling.stop_strings;
 
   auto t0 = std::chrono::steady_clock::now();
   std::vector<model::Completion> out = engine.generate({request}, params);
@@ -116,7 +116,7 @@ int run_generate_command(const std::vector<std::string>& args) {
     tokens += c.ids.size();
     std::printf("--- completion %lld (%zu tokens, %s)\n%s\n", static_cast<long long>(c.index), c.ids.size(),
                 c.finish == model::FinishReason::Stop ? "stop" : "length",
-                tokenizer.decode(c.ids, /*skip_special_tokens=*/true).c_str());
+                tokenizer.decode_sampled(c.ids, /*skip_special_tokens=*/true).c_str());
   }
   std::fprintf(stderr, "%zu tokens in %.2f s (%.1f tokens/s)\n", tokens, seconds, tokens / seconds);
   return 0;

@@ -15,6 +15,7 @@
 #include <grpo/version.h>
 #include <spdlog/spdlog.h>
 
+#include "model/dtype.h"
 #include "rollout/comm_group.h"
 #include "rollout/rollout_server.h"
 
@@ -31,7 +32,7 @@ Serves a model over HTTP with the rollout protocol of `trl vllm-serve` and `swif
   --api_key KEY            require 'Authorization: Bearer KEY' on every endpoint
   --max_body_bytes N       largest request body (default 67108864); larger ones get 413
   --max_prompt_tokens N    longest prompt (default: the model's max_position_embeddings); longer ones get 422
-  --torch_dtype T          float32 (default) or bfloat16
+  --torch_dtype T          float32 (default), bfloat16 or float16
   --num_threads N          CPU threads for the engine (default: every core)
   --comm_timeout_s S       timeout of each weight-transfer step (default 300)
   --batch_wait_ms MS       how long to gather concurrent requests into one batch (default 2)
@@ -93,10 +94,7 @@ grpo::rollout::ServerOptions server_options(const Flags& flags) {
   o.api_key = get("api_key", "");
   o.max_body_bytes = static_cast<size_t>(int_flag(flags, "max_body_bytes", static_cast<int64_t>(o.max_body_bytes), 1));
   o.max_prompt_tokens = int_flag(flags, "max_prompt_tokens", 0, 1);
-  const std::string dtype = get("torch_dtype", "float32");
-  if (dtype != "float32" && dtype != "bfloat16")
-    throw std::invalid_argument(fmt::format("--torch_dtype must be float32 or bfloat16, got '{}'", dtype));
-  o.dtype = dtype == "bfloat16" ? at::kBFloat16 : at::kFloat;
+  o.dtype = grpo::model::weight_dtype_from_name(get("torch_dtype", "float32"), "--torch_dtype");
   o.num_threads = static_cast<int>(int_flag(flags, "num_threads", 0, 0));
   o.comm_timeout = std::chrono::seconds(int_flag(flags, "comm_timeout_s", 300, 1));
   o.batch_wait = std::chrono::milliseconds(int_flag(flags, "batch_wait_ms", 2, 0));

@@ -12,14 +12,15 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#include "util/user_error.h"
 
 namespace grpo::config {
 
 // Every message is meant for the user: it names the flag or YAML key (with file:line), the value
 // given and what is expected. Several problems are reported together, one per line.
-class ConfigError : public std::runtime_error {
+class ConfigError : public ::grpo::UserError {
  public:
-  using runtime_error::runtime_error;
+  using UserError::UserError;
 };
 
 namespace detail {

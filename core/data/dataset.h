@@ -7,12 +7,13 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include "util/user_error.h"
 
 namespace grpo::data {
 
-class DataError : public std::runtime_error {
+class DataError : public ::grpo::UserError {
  public:
-  using std::runtime_error::runtime_error;
+  using UserError::UserError;
 };
 
 struct Row {

@@ -12,13 +12,14 @@
 #include <vector>
 
 #include "model/safetensors.h"
+#include "util/user_error.h"
 
 namespace grpo::model {
 
 // Messages name the directory and, where one is at fault, the tensor and the file.
-class CheckpointError : public std::runtime_error {
+class CheckpointError : public ::grpo::UserError {
  public:
-  using runtime_error::runtime_error;
+  using UserError::UserError;
 };
 
 inline constexpr const char* kSingleFileName = "model.safetensors";

@@ -36,7 +36,7 @@ std::pair<at::Tensor, at::Tensor> left_padded(const std::vector<GenerateRequest>
 bool hits_stop_string(const tok::Tokenizer& tokenizer, const std::vector<int32_t>& ids,
                       const std::vector<std::string>& stops, size_t window) {
   std::vector<int32_t> tail(ids.end() - static_cast<std::ptrdiff_t>(std::min(window, ids.size())), ids.end());
-  std::string text = tokenizer.decode(tail);
+  std::string text = tokenizer.decode_sampled(tail);
   for (const auto& s : stops)
     if (!s.empty() && text.find(s) != std::string::npos) return true;
   return false;

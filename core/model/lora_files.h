@@ -9,6 +9,7 @@
 
 #include "model/lora.h"
 #include "model/transformer.h"
+#include "util/user_error.h"
 
 namespace grpo::model {
 
@@ -16,9 +17,9 @@ inline constexpr const char* kAdapterWeightsName = "adapter_model.safetensors";
 inline constexpr const char* kAdapterConfigName = "adapter_config.json";
 
 // Messages name the file and, where one is at fault, the tensor or field.
-class AdapterFileError : public std::runtime_error {
+class AdapterFileError : public ::grpo::UserError {
  public:
-  using runtime_error::runtime_error;
+  using UserError::UserError;
 };
 
 // Writes the model's adapters as PEFT saves them: tensors named

@@ -12,13 +12,14 @@
 #include <vector>
 
 #include "model/checkpoint_files.h"
+#include "util/user_error.h"
 
 namespace grpo::model {
 
 // Messages name the file and the key at fault.
-class ModelConfigError : public std::runtime_error {
+class ModelConfigError : public ::grpo::UserError {
  public:
-  using runtime_error::runtime_error;
+  using UserError::UserError;
 };
 
 enum class Arch { Qwen2, Llama, Qwen3 };

@@ -13,13 +13,14 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#include "util/user_error.h"
 
 namespace grpo::model {
 
 // Every message names the file and, where one is at fault, the tensor.
-class SafetensorsError : public std::runtime_error {
+class SafetensorsError : public ::grpo::UserError {
  public:
-  using runtime_error::runtime_error;
+  using UserError::UserError;
 };
 
 enum class DType { F32, F16, BF16, F64, I64, I32, I16, I8, U8, Bool };

@@ -107,6 +107,19 @@ CausalLM load_model(const std::string& dir, at::ScalarType dtype) {
   return model;
 }
 
+CausalLM copy_model(CausalLMImpl& model) {
+  torch::NoGradGuard no_grad;
+  CausalLM copy(model.config());
+  const at::Tensor first = model.parameters().at(0);
+  copy->to(first.device(), first.scalar_type());
+  auto from = model.named_parameters();
+  for (auto& item : copy->named_parameters()) {
+    item.value().copy_(from[item.key()]);
+    item.value().set_requires_grad(false);
+  }
+  return copy;
+}
+
 void copy_tokenizer_files(const std::string& from_dir, const std::string& to_dir) {
   if (fs::equivalent(from_dir, to_dir)) return;
   for (const char* name : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja",

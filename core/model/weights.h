@@ -30,6 +30,11 @@ void load_weights(CausalLMImpl& model, const CheckpointFiles& files);
 // dtype: the parameters' dtype (the checkpoint's is converted).
 CausalLM load_model(const std::string& dir, at::ScalarType dtype = at::kFloat);
 
+// A model of its own holding a copy of `model`'s base weights (LoRA adapters
+// left out): no storage shared, no gradients, same dtype and device. What a
+// sampler reads while the original trains, without reading the files again.
+CausalLM copy_model(CausalLMImpl& model);
+
 // Writes config.json and model.safetensors (sharded beyond max_shard_bytes)
 // so that Hugging Face transformers and vLLM load the directory; the
 // tokenizer files of `tokenizer_dir` (when given) are copied beside them.

@@ -3,12 +3,13 @@
 
 #include <stdexcept>
 #include <string>
+#include "util/user_error.h"
 
 namespace grpo::plugins {
 
-class PluginError : public std::runtime_error {
+class PluginError : public ::grpo::UserError {
  public:
-  using std::runtime_error::runtime_error;
+  using UserError::UserError;
 };
 
 }  // namespace grpo::plugins

@@ -42,4 +42,13 @@ nlohmann::json resolve_plugin_options(const PluginInfo& plugin, const nlohmann::
   return options;
 }
 
+std::vector<std::string> option_names(const PluginInfo& plugin) {
+  const nlohmann::json schema = nlohmann::json::parse(plugin.options_json, nullptr, /*allow_exceptions=*/false);
+  std::vector<std::string> names;
+  if (!schema.is_array()) return names;
+  for (const auto& opt : schema)
+    if (opt.is_object() && opt.contains("name") && opt["name"].is_string()) names.push_back(opt["name"]);
+  return names;
+}
+
 }  // namespace grpo::plugins

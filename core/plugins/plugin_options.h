@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -16,5 +17,8 @@ namespace grpo::plugins {
 // the closest published name.
 nlohmann::json resolve_plugin_options(const PluginInfo& plugin, const nlohmann::json& run_config,
                                       const nlohmann::json& plugin_args);
+
+// The option names `plugin` publishes (none when its schema is not an array).
+std::vector<std::string> option_names(const PluginInfo& plugin);
 
 }  // namespace grpo::plugins

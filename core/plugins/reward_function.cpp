@@ -118,32 +118,65 @@ bool RewardFunction::score_range(const std::vector<grpo_reward_sample>& samples,
   return true;
 }
 
+// What score() hands a plugin of one completion, from a logged completion
+// (RewardInput) or a sampled one (Sample) alike; views into the caller's data.
+struct RewardFunction::Row {
+  const std::string* messages_json;
+  const std::string* completion;
+  const std::vector<int32_t>* ids;  // null when the generated ids are unknown
+  int64_t tokens;                   // -1 unknown
+  bool truncated;
+  int64_t prompt_index;
+  const RowColumns* columns;
+};
+
 std::vector<double> RewardFunction::score(const std::vector<RewardInput>& inputs, const TrainerState& state) {
+  std::vector<Row> rows;
+  rows.reserve(inputs.size());
+  for (const RewardInput& in : inputs)
+    rows.push_back({&in.prompt_messages_json, &in.completion, in.ids_known ? &in.completion_ids : nullptr,
+                    in.ids_known ? static_cast<int64_t>(in.completion_ids.size()) : in.completion_tokens,
+                    in.is_truncated, in.prompt_index, in.columns.get()});
+  return score_rows(rows, state);
+}
+
+std::vector<double> RewardFunction::score_samples(const std::vector<Sample>& samples, const TrainerState& state) {
+  static const std::string kNoMessages = "[]";
+  std::vector<Row> rows;
+  rows.reserve(samples.size());
+  for (const Sample& s : samples)
+    rows.push_back({s.prompt ? &s.prompt->messages_json : &kNoMessages, &s.text, &s.ids,
+                    static_cast<int64_t>(s.ids.size()),
+                    // an aborted completion did not end as the policy chose either
+                    s.finish != FinishReason::Stop, static_cast<int64_t>(s.request),
+                    s.prompt ? s.prompt->columns.get() : nullptr});
+  return score_rows(rows, state);
+}
+
+std::vector<double> RewardFunction::score_rows(const std::vector<Row>& inputs, const TrainerState& state) {
   const size_t n = inputs.size();
   std::vector<double> rewards(n, std::numeric_limits<double>::quiet_NaN());
   if (n == 0) return rewards;
 
   std::vector<grpo_reward_sample> samples(n);
   for (size_t i = 0; i < n; ++i) {
-    const RewardInput& in = inputs[i];
+    const Row& in = inputs[i];
     grpo_reward_sample& s = samples[i];
     s.struct_size = sizeof(grpo_reward_sample);
-    s.prompt_messages_json = as_str(in.prompt_messages_json);
-    s.completion = as_str(in.completion);
-    s.completion_ids = in.ids_known ? in.completion_ids.data() : nullptr;
-    s.n_completion_ids = in.ids_known ? in.completion_ids.size() : 0;
-    s.completion_tokens = in.ids_known ? static_cast<int64_t>(in.completion_ids.size()) : in.completion_tokens;
-    s.is_truncated = in.is_truncated ? 1 : 0;
+    s.prompt_messages_json = as_str(*in.messages_json);
+    s.completion = as_str(*in.completion);
+    s.completion_ids = in.ids ? in.ids->data() : nullptr;
+    s.n_completion_ids = in.ids ? in.ids->size() : 0;
+    s.completion_tokens = in.tokens;
+    s.is_truncated = in.truncated ? 1 : 0;
     s.prompt_index = in.prompt_index;
-    // The column views live in RowColumns; grpo_column is layout-compatible
-    // only through a copy, so build them per row below.
   }
   // grpo_column arrays, one per distinct row.
   std::vector<std::vector<grpo_column>> column_views;
   column_views.reserve(n);
   const RowColumns* last = nullptr;
   for (size_t i = 0; i < n; ++i) {
-    const RowColumns* cols = inputs[i].columns.get();
+    const RowColumns* cols = inputs[i].columns;
     if (!cols) continue;
     if (cols != last) {
       std::vector<grpo_column> v;

@@ -12,6 +12,7 @@
 #include "plugins/host_services.h"
 #include "plugins/plugin_registry.h"
 #include "plugins/reward_input.h"
+#include "plugins/sample.h"
 
 namespace grpo::plugins {
 
@@ -27,6 +28,7 @@ class RewardFunction {
   RewardFunction& operator=(const RewardFunction&) = delete;
 
   const std::string& name() const { return plugin_.info.name; }
+  const PluginInfo& info() const { return plugin_.info; }
   const std::string& file() const { return plugin_.info.file; }
   bool thread_safe() const;
 
@@ -35,10 +37,13 @@ class RewardFunction {
   // name and file, counted in failures(), and the batch scores NaN: training
   // goes on with the other rewards.
   std::vector<double> score(const std::vector<RewardInput>& inputs, const TrainerState& state);
+  std::vector<double> score_samples(const std::vector<Sample>& samples, const TrainerState& state);
   long failures() const { return failures_; }
 
  private:
   RewardFunction() = default;
+  struct Row;
+  std::vector<double> score_rows(const std::vector<Row>& rows, const TrainerState& state);
   bool score_range(const std::vector<grpo_reward_sample>& samples, size_t begin, size_t end,
                    const grpo_trainer_state& state, double* out, std::string* error);
 

@@ -16,7 +16,7 @@ grpo_str as_str(const std::string& s) { return grpo_str{s.data(), s.size()}; }
 struct SinkState {
   const std::vector<SampleRequest>* requests;
   std::vector<size_t> first;  // completion slot of each request's copy 0
-  std::vector<SampledCompletion>* out;
+  std::vector<Sample>* out;
   std::vector<char> filled;
   std::string error;
 };
@@ -27,14 +27,23 @@ void sink(void* ctx, const grpo_completion* c) {
     st->error = fmt::format("a completion for request {} copy {} that was not asked for", c->request_id, c->index);
     return;
   }
+  if (c->finish_reason != GRPO_FINISH_STOP && c->finish_reason != GRPO_FINISH_LENGTH &&
+      c->finish_reason != GRPO_FINISH_ABORT) {
+    st->error = fmt::format("finish reason {} for request {} copy {} (expected GRPO_FINISH_STOP, _LENGTH or _ABORT)",
+                            c->finish_reason, c->request_id, c->index);
+    return;
+  }
   const size_t slot = st->first[c->request_id] + c->index;
-  SampledCompletion& out = (*st->out)[slot];
+  Sample& out = (*st->out)[slot];
+  out.prompt = (*st->requests)[c->request_id].prompt;
   out.request = c->request_id;
   out.index = c->index;
   out.ids.assign(c->ids, c->ids + c->n_ids);
   if (c->logprobs) out.logprobs.assign(c->logprobs, c->logprobs + c->n_ids);
   out.text.assign(c->text.data ? c->text.data : "", c->text.size);
-  out.truncated = c->finish_reason == GRPO_FINISH_LENGTH;
+  out.finish = c->finish_reason == GRPO_FINISH_STOP     ? FinishReason::Stop
+               : c->finish_reason == GRPO_FINISH_LENGTH ? FinishReason::Length
+                                                        : FinishReason::Abort;
   st->filled[slot] = 1;
 }
 
@@ -77,7 +86,7 @@ SamplerClient::~SamplerClient() {
 
 bool SamplerClient::in_process() const { return (api_.flags & GRPO_SAMPLER_IN_PROCESS) != 0; }
 
-std::vector<SampledCompletion> SamplerClient::generate(const std::vector<SampleRequest>& requests,
+std::vector<Sample> SamplerClient::generate(const std::vector<SampleRequest>& requests,
                                                        const SampleOptions& options) {
   std::vector<grpo_generate_request> reqs(requests.size());
   SinkState st;
@@ -91,7 +100,7 @@ std::vector<SampledCompletion> SamplerClient::generate(const std::vector<SampleR
     st.first.push_back(total);
     total += r.n;
   }
-  std::vector<SampledCompletion> out(total);
+  std::vector<Sample> out(total);
   st.out = &out;
   st.filled.assign(total, 0);
   std::vector<grpo_str> stops;

@@ -11,6 +11,7 @@
 
 #include "plugins/host_services.h"
 #include "plugins/plugin_registry.h"
+#include "plugins/sample.h"
 
 namespace grpo::plugins {
 
@@ -21,6 +22,7 @@ struct SampleRequest {
   uint32_t n = 1;
   uint64_t seed = 0;
   std::vector<int32_t> stop_ids;
+  const Prompt* prompt = nullptr;  // handed on to its samples
 };
 
 struct SampleOptions {
@@ -29,15 +31,6 @@ struct SampleOptions {
   int32_t max_new_tokens = 16;
   std::vector<std::string> stop_strings;
   bool return_logprobs = true;
-};
-
-struct SampledCompletion {
-  size_t request = 0;  // index into the requests
-  uint32_t index = 0;  // copy within the request
-  std::vector<int32_t> ids;
-  std::vector<float> logprobs;  // empty unless asked
-  std::string text;
-  bool truncated = false;  // ended by length
 };
 
 class SamplerClient {
@@ -49,9 +42,10 @@ class SamplerClient {
   SamplerClient(const SamplerClient&) = delete;
   SamplerClient& operator=(const SamplerClient&) = delete;
 
-  // Completions in request order, copies in index order. Throws PluginError
-  // naming the plugin when it fails or leaves a completion out.
-  std::vector<SampledCompletion> generate(const std::vector<SampleRequest>& requests, const SampleOptions& options);
+  // Samples in request order, copies in index order, each pointing at its
+  // request's prompt. Throws PluginError naming the plugin when it fails,
+  // leaves a completion out or reports an unknown finish reason.
+  std::vector<Sample> generate(const std::vector<SampleRequest>& requests, const SampleOptions& options);
 
   // New weights by Hugging Face parameter name; `flags` as in grpo/sampler.h.
   void load_weights(const std::vector<grpo_named_tensor>& tensors, uint32_t flags);

@@ -30,24 +30,53 @@ RewardSet::RewardSet(const plugins::PluginRegistry& registry, const std::vector<
   }
 }
 
-RewardMatrix RewardSet::score(const std::vector<plugins::RewardInput>& inputs, const plugins::TrainerState& state) {
+namespace {
+
+std::vector<double> score_with(plugins::RewardFunction& fn, const std::vector<plugins::RewardInput>& inputs,
+                               const plugins::TrainerState& state) {
+  return fn.score(inputs, state);
+}
+
+std::vector<double> score_with(plugins::RewardFunction& fn, const std::vector<Sample>& samples,
+                               const plugins::TrainerState& state) {
+  return fn.score_samples(samples, state);
+}
+
+}  // namespace
+
+template <class Inputs>
+RewardMatrix RewardSet::score_all(const Inputs& inputs, const plugins::TrainerState& state) {
   RewardMatrix m;
-  const size_t n = inputs.size();
-  m.total.assign(n, 0.0);
+  for (const auto& fn : functions_) {
+    m.names.push_back(fn->name());
+    m.by_fn.push_back(score_with(*fn, inputs, state));
+  }
+  m.total = weighted_total(m.by_fn, weights_);
+  return m;
+}
+
+RewardMatrix RewardSet::score(const std::vector<plugins::RewardInput>& inputs, const plugins::TrainerState& state) {
+  return score_all(inputs, state);
+}
+
+RewardMatrix RewardSet::score(const std::vector<Sample>& samples, const plugins::TrainerState& state) {
+  return score_all(samples, state);
+}
+
+std::vector<double> weighted_total(const std::vector<std::vector<double>>& by_fn, const std::vector<double>& weights) {
+  const size_t n = by_fn.empty() ? 0 : by_fn[0].size();
+  std::vector<double> total(n, 0.0);
   std::vector<bool> any(n, false);
-  for (size_t f = 0; f < functions_.size(); ++f) {
-    m.names.push_back(functions_[f]->name());
-    m.by_fn.push_back(functions_[f]->score(inputs, state));
+  for (size_t f = 0; f < by_fn.size(); ++f)
     for (size_t i = 0; i < n; ++i) {
-      double r = m.by_fn[f][i];
+      const double r = by_fn[f][i];
       if (std::isnan(r)) continue;
-      m.total[i] += r * weights_[f];
+      total[i] += r * weights[f];
       any[i] = true;
     }
-  }
   for (size_t i = 0; i < n; ++i)
-    if (!any[i]) m.total[i] = std::numeric_limits<double>::quiet_NaN();
-  return m;
+    if (!any[i]) total[i] = std::numeric_limits<double>::quiet_NaN();
+  return total;
 }
 
 double nanmean(const std::vector<double>& v) {

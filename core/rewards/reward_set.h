@@ -29,13 +29,21 @@ class RewardSet {
             std::shared_ptr<plugins::MetricsSink> metrics, int num_threads);
 
   RewardMatrix score(const std::vector<plugins::RewardInput>& inputs, const plugins::TrainerState& state);
+  RewardMatrix score(const std::vector<Sample>& samples, const plugins::TrainerState& state);
   const std::vector<double>& weights() const { return weights_; }
   const std::vector<std::unique_ptr<plugins::RewardFunction>>& functions() const { return functions_; }
 
  private:
+  template <class Inputs>
+  RewardMatrix score_all(const Inputs& inputs, const plugins::TrainerState& state);
   std::vector<std::unique_ptr<plugins::RewardFunction>> functions_;
   std::vector<double> weights_;
 };
+
+// The weighted total of each completion, the one definition of it:
+// sum over f of by_fn[f][i] * weights[f], skipping NaN; NaN when every
+// function abstained (an abstaining function is not a 0 reward).
+std::vector<double> weighted_total(const std::vector<std::vector<double>>& by_fn, const std::vector<double>& weights);
 
 // Statistics that skip NaN. nanstd is Bessel-corrected; NaN with < 2 values.
 double nanmean(const std::vector<double>& v);

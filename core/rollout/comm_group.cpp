@@ -15,37 +15,6 @@ int64_t TensorSpec::nbytes() const {
   return numel * static_cast<int64_t>(c10::elementSize(dtype));
 }
 
-at::ScalarType dtype_from_name(const std::string& name) {
-  const std::string base = name.substr(name.rfind('.') == std::string::npos ? 0 : name.rfind('.') + 1);
-  if (base == "float32" || base == "float") return at::kFloat;
-  if (base == "bfloat16") return at::kBFloat16;
-  if (base == "float16" || base == "half") return at::kHalf;
-  if (base == "float64" || base == "double") return at::kDouble;
-  if (base == "int64" || base == "long") return at::kLong;
-  if (base == "int32" || base == "int") return at::kInt;
-  if (base == "uint8") return at::kByte;
-  if (base == "int8") return at::kChar;
-  if (base == "bool") return at::kBool;
-  throw std::invalid_argument(fmt::format(
-      "unknown dtype '{}'; expected torch.float32, torch.bfloat16, torch.float16, torch.float64, torch.int64, "
-      "torch.int32, torch.int8, torch.uint8 or torch.bool", name));
-}
-
-std::string dtype_to_name(at::ScalarType type) {
-  switch (type) {
-    case at::kFloat: return "torch.float32";
-    case at::kBFloat16: return "torch.bfloat16";
-    case at::kHalf: return "torch.float16";
-    case at::kDouble: return "torch.float64";
-    case at::kLong: return "torch.int64";
-    case at::kInt: return "torch.int32";
-    case at::kByte: return "torch.uint8";
-    case at::kChar: return "torch.int8";
-    case at::kBool: return "torch.bool";
-    default: throw std::invalid_argument(fmt::format("dtype {} has no protocol name", c10::toString(type)));
-  }
-}
-
 namespace {
 
 // A tensor's memory as bytes: Gloo moves bytes whatever the dtype, so one

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "model/dtype.h"
+
 namespace grpo::rollout {
 
 class TransferError : public std::runtime_error {
@@ -30,10 +32,9 @@ struct TensorSpec {
 };
 
 // "torch.bfloat16" or "bfloat16" -> kBFloat16 (the part after the last dot,
-// as TRL's server reads it). Throws std::invalid_argument listing the names.
-at::ScalarType dtype_from_name(const std::string& name);
-// kBFloat16 -> "torch.bfloat16", the spelling TRL's client sends.
-std::string dtype_to_name(at::ScalarType type);
+// as TRL's server reads it), and back to the spelling TRL's client sends.
+using model::dtype_from_name;
+using model::dtype_to_name;
 
 // Many tensors as one flat byte buffer (one broadcast per bucket) and back;
 // each starts at a multiple of 8 bytes. bucket_bytes: the buffer's size.

@@ -41,7 +41,7 @@ void position_logprobs(const model::Completion& c, size_t t, int64_t n_top, json
 // before the first stop string.
 std::string completion_text(const model::Completion& c, const model::SamplingParams& params,
                              const tok::Tokenizer& tokenizer) {
-  std::string text = tokenizer.decode(c.ids, /*skip_special_tokens=*/true);
+  std::string text = tokenizer.decode_sampled(c.ids, /*skip_special_tokens=*/true);
   size_t cut = std::string::npos;
   for (const auto& s : params.stop_strings)
     if (!s.empty()) cut = std::min(cut, text.find(s));
@@ -100,8 +100,8 @@ json infer_response(const GenerationJob& job, const std::vector<model::Completio
       for (size_t t = 0; t < c.ids.size(); ++t) {
         json top = json::array();
         for (size_t k = 0; k < (job.logprobs > 0 ? c.top_ids[t].size() : 0); ++k)
-          top.push_back({{"token", tokenizer.decode({c.top_ids[t][k]})}, {"logprob", c.top_logprobs[t][k]}});
-        content.push_back({{"token", tokenizer.decode({c.ids[t]})}, {"logprob", c.logprobs[t]}, {"top_logprobs", top}});
+          top.push_back({{"token", tokenizer.decode_sampled({c.top_ids[t][k]})}, {"logprob", c.top_logprobs[t][k]}});
+        content.push_back({{"token", tokenizer.decode_sampled({c.ids[t]})}, {"logprob", c.logprobs[t]}, {"top_logprobs", top}});
       }
       choice["logprobs"] = {{"content", std::move(content)}};
     }

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/engine.h"
+#include "model/stop_ids.h"
 #include "model/threads.h"
 #include "model/weights.h"
 #include "rollout/batch_queue.h"
@@ -33,15 +34,6 @@ void reply_error(httplib::Response& res, int status, const std::string& error, c
   reply(res, status, body);
 }
 
-// The tokens a completion stops at: the tokenizer's eos and config.json's eos_token_id(s).
-std::vector<int32_t> eos_ids(const tok::Tokenizer& tokenizer, const model::ModelConfig& config) {
-  std::vector<int32_t> ids;
-  if (auto eos = tokenizer.eos_id()) ids.push_back(*eos);
-  for (int64_t id : config.eos_token_ids)
-    if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(static_cast<int32_t>(id));
-  return ids;
-}
-
 }  // namespace
 
 RolloutServer::RolloutServer(ServerOptions options) : options_(std::move(options)) {
@@ -59,7 +51,7 @@ RolloutServer::RolloutServer(ServerOptions options) : options_(std::move(options
   } catch (const tok::ChatTemplateError& e) {
     spdlog::warn("/chat/ and /infer/ are off: {}", e.what());
   }
-  prompt_context_.eos_ids = eos_ids(*tokenizer_, config);
+  prompt_context_.eos_ids = model::stop_token_ids(*tokenizer_, config, options_.model_dir);
   prompt_context_.vocab_size = config.vocab_size;
   prompt_context_.max_position_embeddings = config.max_position_embeddings;
   prompt_context_.max_prompt_tokens =

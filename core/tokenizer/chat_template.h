@@ -17,6 +17,7 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+#include "util/user_error.h"
 
 namespace grpo::tok {
 
@@ -45,9 +46,9 @@ struct ChatOptions {
   std::string date = "26 Jul 2024";
 };
 
-class ChatTemplateError : public std::runtime_error {
+class ChatTemplateError : public ::grpo::UserError {
  public:
-  using std::runtime_error::runtime_error;
+  using UserError::UserError;
 };
 
 // Maps a tokenizer's chat_template text to the family it implements. Throws

@@ -85,6 +85,21 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special
   return utf8::to_valid_lossy(raw);
 }
 
+std::string Tokenizer::decode_sampled(const std::vector<int32_t>& ids, bool skip_special_tokens) const {
+  if (count_non_tokens(ids) == 0) return decode(ids, skip_special_tokens);
+  std::vector<int32_t> tokens;
+  tokens.reserve(ids.size());
+  for (const int32_t id : ids)
+    if (impl_->valid_id(id)) tokens.push_back(id);
+  return decode(tokens, skip_special_tokens);
+}
+
+size_t Tokenizer::count_non_tokens(const std::vector<int32_t>& ids) const {
+  size_t n = 0;
+  for (const int32_t id : ids) n += impl_->valid_id(id) ? 0 : 1;
+  return n;
+}
+
 int32_t Tokenizer::token_to_id(std::string_view token) const {
   const auto added = impl_->added_ids.find(std::string(token));
   if (added != impl_->added_ids.end()) return added->second;

@@ -18,12 +18,13 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#include "util/user_error.h"
 
 namespace grpo::tok {
 
-class TokenizerError : public std::runtime_error {
+class TokenizerError : public ::grpo::UserError {
  public:
-  using std::runtime_error::runtime_error;
+  using UserError::UserError;
 };
 
 // Counters of the BPE word cache, summed over its shards.
@@ -53,6 +54,11 @@ class Tokenizer {
   // Invalid UTF-8 in the result (a sequence cut between tokens) becomes
   // U+FFFD. Throws TokenizerError for an id that is not a token.
   std::string decode(const std::vector<int32_t>& ids, bool skip_special_tokens = false) const;
+  // What a model sampled: its embedding may have more rows than the
+  // tokenizer has tokens (Qwen2.5: 151,936 rows, 151,665 tokens). Such an id
+  // decodes to nothing, as in Hugging Face; count_non_tokens counts them.
+  std::string decode_sampled(const std::vector<int32_t>& ids, bool skip_special_tokens = false) const;
+  size_t count_non_tokens(const std::vector<int32_t>& ids) const;
 
   int32_t token_to_id(std::string_view token) const;  // -1 if unknown
   std::string id_to_token(int32_t id) const;          // throws TokenizerError if unknown

@@ -1,5 +1,7 @@
 #include "trainer/advantages.h"
 
+#include "rewards/reward_set.h"
+
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -35,16 +37,7 @@ RowStats row_stats(const at::Tensor& x) {
 // torch.isclose(std, 0) with its default tolerances: |std| <= 1e-8; NaN is not close.
 at::Tensor is_zero_std(const at::Tensor& std) { return std.abs() <= 1e-8; }
 
-}  // namespace
-
-Advantages compute_advantages(const at::Tensor& rewards_nf, const std::vector<double>& weights,
-                              int64_t num_generations, ScaleRewards scale) {
-  if (rewards_nf.dim() != 2) {
-    throw std::invalid_argument("compute_advantages: the reward matrix must be 2-D [completions, reward functions], got " +
-                                std::to_string(rewards_nf.dim()) + " dimension(s)");
-  }
-  const int64_t n = rewards_nf.size(0);
-  const int64_t f = rewards_nf.size(1);
+void check_geometry(int64_t n, int64_t num_generations) {
   if (num_generations < 1) {
     throw std::invalid_argument("compute_advantages: num_generations must be >= 1, got " +
                                 std::to_string(num_generations));
@@ -56,27 +49,47 @@ Advantages compute_advantages(const at::Tensor& rewards_nf, const std::vector<do
                                 std::to_string(num_generations) + " = " + std::to_string(n % num_generations) +
                                 "); the generation batch must be a multiple of num_generations");
   }
+}
+
+}  // namespace
+
+Advantages compute_advantages(const at::Tensor& rewards_nf, const std::vector<double>& weights,
+                              int64_t num_generations, ScaleRewards scale) {
+  if (rewards_nf.dim() != 2) {
+    throw std::invalid_argument("compute_advantages: the reward matrix must be 2-D [completions, reward functions], got " +
+                                std::to_string(rewards_nf.dim()) + " dimension(s)");
+  }
+  const int64_t n = rewards_nf.size(0);
+  const int64_t f = rewards_nf.size(1);
+  check_geometry(n, num_generations);
   if (static_cast<int64_t>(weights.size()) != f) {
     throw std::invalid_argument("compute_advantages: " + std::to_string(weights.size()) +
                                 " reward weight(s) for " + std::to_string(f) +
                                 " reward function(s); reward_weights needs one weight per reward function");
   }
+  at::Tensor r_nf = rewards_nf.to(at::kCPU, at::kDouble).contiguous();                   // [N, F]
+  std::vector<std::vector<double>> by_fn(static_cast<size_t>(f), std::vector<double>(static_cast<size_t>(n)));
+  auto acc = r_nf.accessor<double, 2>();
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t k = 0; k < f; ++k) by_fn[static_cast<size_t>(k)][static_cast<size_t>(i)] = acc[i][k];
+  return group_advantages(at::tensor(rewards::weighted_total(by_fn, weights), at::kDouble), num_generations, scale);
+}
 
+Advantages group_advantages(const at::Tensor& rewards, int64_t num_generations, ScaleRewards scale) {
+  if (rewards.dim() != 1) {
+    throw std::invalid_argument("group_advantages: the rewards must be 1-D [completions], got " +
+                                std::to_string(rewards.dim()) + " dimension(s)");
+  }
+  const int64_t n = rewards.size(0);
+  check_geometry(n, num_generations);
   if (n == 0) {
     const auto opts = at::TensorOptions().dtype(at::kDouble);
     return {at::empty({0}, opts), at::empty({0}, opts), at::empty({0}, opts), 0, 0.0};
   }
-
   // Statistics in float64 on the CPU: N is the generation batch (small) and
   // the mean/std of nearly equal rewards lose digits in float32.
-  at::Tensor r_nf = rewards_nf.to(at::kCPU, at::kDouble);                                 // [N, F]
-  at::Tensor w = at::tensor(weights, at::TensorOptions().dtype(at::kDouble));             // [F]
-  at::Tensor all_nan = at::isnan(r_nf).all(1);                                            // [N]
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  // NaN * w stays NaN and nansum skips it, so an abstaining function does not
-  // count as a 0 reward.
-  at::Tensor r = at::nansum(r_nf * w, {1});                                               // [N]
-  r = at::where(all_nan, at::full_like(r, nan), r);
+  at::Tensor r = rewards.to(at::kCPU, at::kDouble);                                       // [N]
+  at::Tensor all_nan = at::isnan(r);                                                      // [N]
 
   const int64_t groups = n / num_generations;
   at::Tensor grouped = r.view({groups, num_generations});                                 // [N/G, G]

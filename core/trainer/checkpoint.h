@@ -9,21 +9,18 @@
 #include <nlohmann/json.hpp>
 #include <torch/optim/adamw.h>
 
-#include "config/config.h"
 #include "model/lora.h"
 #include "model/transformer.h"
+#include "trainer/settings.h"
 
 namespace grpo::trainer {
 
 // AdamW over the parameters that train (under LoRA: the adapters only).
-std::unique_ptr<torch::optim::AdamW> make_adamw(const config::Config& cfg, model::CausalLMImpl& model);
-
-// The run's LoRA settings (lora_rank, lora_alpha, lora_dropout, target_modules, seed).
-model::LoraOptions lora_options(const config::Config& cfg);
+std::unique_ptr<torch::optim::AdamW> make_adamw(const OptimizerSettings& settings, model::CausalLMImpl& model);
 
 // The policy as --train_type says: a full model, or the base with LoRA
 // adapters (fresh, or read from a checkpoint's PEFT files when resuming).
-model::CausalLM load_policy(const config::Config& cfg, at::ScalarType dtype);
+model::CausalLM load_policy(const ModelSettings& settings);
 
 // Sets the learning rate of every parameter group.
 void set_learning_rate(torch::optim::AdamW& optimizer, double lr);
@@ -34,7 +31,7 @@ void set_learning_rate(torch::optim::AdamW& optimizer, double lr);
 // the tokenizer files of tokenizer_dir, trainer_state.json = state, and
 // whatever `extra` writes into the temporary directory before it is renamed.
 // Returns the checkpoint's directory.
-std::string save_checkpoint(model::CausalLMImpl& model, const config::Config& cfg, int64_t step,
+std::string save_checkpoint(model::CausalLMImpl& model, const CheckpointSettings& settings, int64_t step,
                             const std::string& tokenizer_dir, const nlohmann::json& state,
                             const std::function<void(const std::string& tmp_dir)>& extra = {});
 

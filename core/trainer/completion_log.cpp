@@ -15,17 +15,17 @@ CompletionLog::CompletionLog(const std::string& output_dir) {
   if (!out_) throw std::runtime_error("cannot write " + path.string());
 }
 
-void CompletionLog::write(int64_t step, const std::vector<plugins::RewardInput>& completions,
-                          const rewards::RewardMatrix& rewards, const at::Tensor& advantages) {
+void CompletionLog::write(int64_t step, const std::vector<Sample>& samples, const rewards::RewardMatrix& rewards,
+                          const at::Tensor& advantages) {
   at::Tensor adv = advantages.to(at::kDouble).contiguous();
-  for (size_t i = 0; i < completions.size(); ++i) {
-    const plugins::RewardInput& c = completions[i];
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const Sample& c = samples[i];
     nlohmann::json line;
     line["step"] = step;
-    line["prompt"] = nlohmann::json::parse(c.prompt_messages_json, nullptr, false);
-    line["completion"] = c.completion;
-    line["completion_tokens"] = c.completion_ids.size();
-    line["finish_reason"] = c.is_truncated ? "length" : "stop";
+    line["prompt"] = c.prompt ? nlohmann::json::parse(c.prompt->messages_json, nullptr, false) : nlohmann::json();
+    line["completion"] = c.text;
+    line["completion_tokens"] = c.ids.size();
+    line["finish_reason"] = finish_reason_name(c.finish);
     nlohmann::json by_name = nlohmann::json::object();
     for (size_t f = 0; f < rewards.names.size(); ++f) {
       const double r = rewards.by_fn[f][i];

@@ -10,7 +10,7 @@
 
 #include <ATen/ATen.h>
 
-#include "plugins/reward_input.h"
+#include "plugins/sample.h"
 #include "rewards/reward_set.h"
 
 namespace grpo::trainer {
@@ -19,7 +19,7 @@ class CompletionLog {
  public:
   explicit CompletionLog(const std::string& output_dir);
   // rewards.by_fn: [F][N]; advantages: [N].
-  void write(int64_t step, const std::vector<plugins::RewardInput>& completions, const rewards::RewardMatrix& rewards,
+  void write(int64_t step, const std::vector<Sample>& samples, const rewards::RewardMatrix& rewards,
              const at::Tensor& advantages);
 
  private:

@@ -11,9 +11,7 @@ void GenerationBatch::append_group(const GenerationBatch& other, size_t group, s
     rewards.by_fn.assign(other.rewards.by_fn.size(), {});
   }
   for (size_t i = group * G; i < (group + 1) * G; ++i) {
-    sequences.push_back(other.sequences[i]);
-    reward_inputs.push_back(other.reward_inputs[i]);
-    if (i < other.sampler_logprobs.size()) sampler_logprobs.push_back(other.sampler_logprobs[i]);
+    samples.push_back(other.samples[i]);
     for (size_t f = 0; f < other.rewards.by_fn.size(); ++f) rewards.by_fn[f].push_back(other.rewards.by_fn[f][i]);
     rewards.total.push_back(other.rewards.total[i]);
   }

@@ -1,6 +1,6 @@
-// One generation batch as sampled and scored: the sequences the loss trains
-// on, what the rewards saw, and their scores. The G copies of a prompt are
-// consecutive, so a group is rows [g*G, (g+1)*G).
+// One generation batch as sampled and scored: one Sample per completion and
+// their scores. The G copies of a prompt are consecutive, so a group is rows
+// [g*G, (g+1)*G).
 #pragma once
 
 #include <cstdint>
@@ -8,19 +8,16 @@
 
 #include <ATen/ATen.h>
 
-#include "plugins/reward_input.h"
+#include "plugins/sample.h"
 #include "rewards/reward_set.h"
-#include "trainer/rollout_batch.h"
 
 namespace grpo::trainer {
 
 struct GenerationBatch {
-  std::vector<RolloutSequence> sequences;
-  std::vector<plugins::RewardInput> reward_inputs;
-  std::vector<std::vector<float>> sampler_logprobs;  // per sequence, as the sampler reported them
-  rewards::RewardMatrix rewards;                     // filled by scoring
+  std::vector<Sample> samples;
+  rewards::RewardMatrix rewards;  // filled by scoring: by_fn [F][N] and the weighted total [N]
 
-  size_t size() const { return sequences.size(); }
+  size_t size() const { return samples.size(); }
   // Appends group `group` (G consecutive rows) of `other`, scores included.
   void append_group(const GenerationBatch& other, size_t group, size_t G);
 };

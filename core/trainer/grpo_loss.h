@@ -10,13 +10,10 @@
 #include <optional>
 #include <string>
 
+#include "trainer/loss_type.h"
+
 namespace grpo::trainer {
 
-// grpo: mean over sequences of each sequence's token mean, / GA.
-// bnpo: token mean of the micro-batch, / GA.
-// dr_grpo: token sum / (B * max_completion_length), / GA.
-// dapo: token sum / (active tokens of the whole generation batch / world size), no / GA.
-enum class LossType { Grpo, Bnpo, DrGrpo, Dapo };
 
 // Token: one ratio per token. Sequence (GSPO): one ratio per sequence,
 // exp of the masked mean of (logp - old); TRL warns that it length-weights

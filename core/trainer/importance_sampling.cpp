@@ -5,10 +5,8 @@
 namespace grpo::trainer {
 
 IsCorrectionMode is_correction_mode(const std::string& name) {
-  if (name == "token_truncate") return IsCorrectionMode::TokenTruncate;
-  if (name == "token_mask") return IsCorrectionMode::TokenMask;
-  if (name == "sequence_truncate") return IsCorrectionMode::SequenceTruncate;
-  if (name == "sequence_mask") return IsCorrectionMode::SequenceMask;
+  for (const auto& [spelled, mode] : is_correction_mode_names())
+    if (spelled == name) return mode;
   throw std::invalid_argument("unknown importance sampling mode '" + name +
                               "': token_truncate, token_mask, sequence_truncate or sequence_mask");
 }

@@ -6,12 +6,23 @@
 
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <ATen/ATen.h>
 
 namespace grpo::trainer {
 
 enum class IsCorrectionMode { TokenTruncate, TokenMask, SequenceTruncate, SequenceMask };
+
+inline const std::vector<std::pair<std::string, IsCorrectionMode>>& is_correction_mode_names() {
+  static const std::vector<std::pair<std::string, IsCorrectionMode>> names = {
+      {"token_truncate", IsCorrectionMode::TokenTruncate},
+      {"token_mask", IsCorrectionMode::TokenMask},
+      {"sequence_truncate", IsCorrectionMode::SequenceTruncate},
+      {"sequence_mask", IsCorrectionMode::SequenceMask}};
+  return names;
+}
 
 // Throws std::invalid_argument for an unknown name.
 IsCorrectionMode is_correction_mode(const std::string& name);

@@ -15,7 +15,7 @@ std::vector<data::Row> load_dataset_rows(const std::vector<std::string>& dataset
 
 PromptSource::PromptSource(const std::vector<std::string>& datasets, const tok::Tokenizer& tokenizer,
                            tok::ChatFamily family, const std::string& system, bool shuffle, uint64_t seed,
-                           int64_t max_prompt_tokens, const std::string& truncation)
+                           int64_t max_prompt_tokens, Truncation truncation)
     : PromptSource(load_dataset_rows(datasets), PromptFormat{&tokenizer, family, system, max_prompt_tokens, truncation},
                    shuffle, seed) {}
 
@@ -36,11 +36,11 @@ PromptSource::PromptSource(std::vector<data::Row> rows, const PromptFormat& form
     p.ids = tok::encode_chat_prompt(*format.tokenizer, format.family, tok::messages_from_json(messages));
     const auto limit = static_cast<size_t>(format.max_prompt_tokens);
     if (format.max_prompt_tokens > 0 && p.ids.size() > limit) {
-      if (format.truncation == "delete") {
+      if (format.truncation == Truncation::Delete) {
         ++dropped_;
         continue;
       }
-      if (format.truncation == "right") p.ids.resize(limit);
+      if (format.truncation == Truncation::Right) p.ids.resize(limit);
       else p.ids.erase(p.ids.begin(), p.ids.end() - static_cast<std::ptrdiff_t>(limit));  // left: keep the end
     }
     p.messages_json = messages.dump();

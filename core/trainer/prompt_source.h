@@ -8,26 +8,22 @@
 #include <vector>
 
 #include "data/dataset.h"
-#include "plugins/reward_input.h"
+#include "plugins/sample.h"
 #include "tokenizer/chat_prompt.h"
 
 namespace grpo::trainer {
 
-struct Prompt {
-  std::vector<int32_t> ids;
-  std::string messages_json;
-  std::shared_ptr<const plugins::RowColumns> columns;  // every column but `messages`, for the rewards
-};
-
 // How rows become prompt token ids. Prompts longer than max_prompt_tokens
 // (<= 0: no limit) are cut as `truncation` says: left keeps the end, right
 // keeps the start, delete drops the row (counted in dropped()).
+enum class Truncation { Left, Right, Delete };
+
 struct PromptFormat {
   const tok::Tokenizer* tokenizer = nullptr;
   tok::ChatFamily family = tok::ChatFamily::ChatML;
   std::string system;
   int64_t max_prompt_tokens = 0;
-  std::string truncation = "left";
+  Truncation truncation = Truncation::Left;
 };
 
 // The rows of every dataset spec, in order (`bad`: see data::load_rows).
@@ -42,7 +38,7 @@ class PromptSource {
                data::BadRows* bad = nullptr, const std::string& what = "training");
   PromptSource(const std::vector<std::string>& datasets, const tok::Tokenizer& tokenizer, tok::ChatFamily family,
                const std::string& system, bool shuffle, uint64_t seed, int64_t max_prompt_tokens = 0,
-               const std::string& truncation = "left");
+               Truncation truncation = Truncation::Left);
   size_t dropped() const { return dropped_; }
 
   // Where the source stands (order, position, random state), for resuming

@@ -5,16 +5,25 @@
 
 namespace grpo::trainer {
 
-RolloutBatch make_rollout_batch(const std::vector<RolloutSequence>& sequences, int64_t pad_id, bool overlong_filter,
-                                at::Device device) {
-  if (sequences.empty()) throw std::invalid_argument("an empty rollout batch");
+namespace {
+
+// One row of a rollout batch, whatever holds it.
+struct RowView {
+  const std::vector<int32_t>* prompt;
+  const std::vector<int32_t>* completion;
+  bool truncated;
+  bool carries_loss;
+};
+
+RolloutBatch lay_out(const std::vector<RowView>& rows, int64_t pad_id, at::Device device) {
+  if (rows.empty()) throw std::invalid_argument("an empty rollout batch");
   size_t P = 0, T = 1;  // at least one completion column, so shapes stay valid for empty completions
-  for (const auto& s : sequences) {
-    if (s.prompt_ids.empty()) throw std::invalid_argument("a rollout sequence without prompt tokens");
-    P = std::max(P, s.prompt_ids.size());
-    T = std::max(T, s.completion_ids.size());
+  for (const auto& s : rows) {
+    if (s.prompt->empty()) throw std::invalid_argument("a rollout sequence without prompt tokens");
+    P = std::max(P, s.prompt->size());
+    T = std::max(T, s.completion->size());
   }
-  const auto N = static_cast<int64_t>(sequences.size());
+  const auto N = static_cast<int64_t>(rows.size());
   const auto Pi = static_cast<int64_t>(P), Ti = static_cast<int64_t>(T);
   at::Tensor ids = at::full({N, Pi + Ti}, pad_id, at::kLong);
   at::Tensor attention = at::zeros({N, Pi + Ti}, at::kLong);
@@ -24,17 +33,16 @@ RolloutBatch make_rollout_batch(const std::vector<RolloutSequence>& sequences, i
   auto att_acc = attention.accessor<int64_t, 2>();
   auto mask_acc = cmask.accessor<float, 2>();
   for (int64_t i = 0; i < N; ++i) {
-    const RolloutSequence& s = sequences[static_cast<size_t>(i)];
-    const int64_t pad = Pi - static_cast<int64_t>(s.prompt_ids.size());
-    for (size_t t = 0; t < s.prompt_ids.size(); ++t) {
-      id_acc[i][pad + static_cast<int64_t>(t)] = s.prompt_ids[t];
+    const RowView& s = rows[static_cast<size_t>(i)];
+    const int64_t pad = Pi - static_cast<int64_t>(s.prompt->size());
+    for (size_t t = 0; t < s.prompt->size(); ++t) {
+      id_acc[i][pad + static_cast<int64_t>(t)] = (*s.prompt)[t];
       att_acc[i][pad + static_cast<int64_t>(t)] = 1;
     }
-    const bool carries_loss = !(overlong_filter && s.truncated);
-    for (size_t t = 0; t < s.completion_ids.size(); ++t) {
-      id_acc[i][Pi + static_cast<int64_t>(t)] = s.completion_ids[t];
+    for (size_t t = 0; t < s.completion->size(); ++t) {
+      id_acc[i][Pi + static_cast<int64_t>(t)] = (*s.completion)[t];
       att_acc[i][Pi + static_cast<int64_t>(t)] = 1;
-      mask_acc[i][static_cast<int64_t>(t)] = carries_loss ? 1.0f : 0.0f;
+      mask_acc[i][static_cast<int64_t>(t)] = s.carries_loss ? 1.0f : 0.0f;
     }
     truncated[i] = s.truncated;
   }
@@ -47,6 +55,27 @@ RolloutBatch make_rollout_batch(const std::vector<RolloutSequence>& sequences, i
   b.prompt_length = Pi;
   b.pad_id = pad_id;
   return b;
+}
+
+}  // namespace
+
+RolloutBatch make_rollout_batch(const std::vector<RolloutSequence>& sequences, int64_t pad_id, bool overlong_filter,
+                                at::Device device) {
+  std::vector<RowView> rows;
+  for (const auto& s : sequences)
+    rows.push_back({&s.prompt_ids, &s.completion_ids, s.truncated, !(overlong_filter && s.truncated)});
+  return lay_out(rows, pad_id, device);
+}
+
+RolloutBatch make_rollout_batch(const std::vector<Sample>& samples, size_t begin, size_t count, int64_t pad_id,
+                                bool overlong_filter, at::Device device) {
+  std::vector<RowView> rows;
+  for (size_t i = begin; i < begin + count; ++i) {
+    const Sample& s = samples.at(i);
+    if (!s.prompt) throw std::invalid_argument("a sample without its prompt");
+    rows.push_back({&s.prompt->ids, &s.ids, s.truncated(), s.carries_loss(overlong_filter)});
+  }
+  return lay_out(rows, pad_id, device);
 }
 
 model::TokenLogprobs completion_logprobs(model::CausalLMImpl& model, const RolloutBatch& batch,

@@ -9,6 +9,7 @@
 
 #include "model/logprobs.h"
 #include "model/transformer.h"
+#include "plugins/sample.h"
 
 namespace grpo::trainer {
 
@@ -32,6 +33,10 @@ struct RolloutBatch {
 // in the batch for reward and advantage statistics (grpo.md §5).
 RolloutBatch make_rollout_batch(const std::vector<RolloutSequence>& sequences, int64_t pad_id, bool overlong_filter,
                                 at::Device device = at::kCPU);
+// Samples [begin, begin + count) of a generation batch, laid out the same
+// way; a sample's tokens carry loss as Sample::carries_loss says.
+RolloutBatch make_rollout_batch(const std::vector<Sample>& samples, size_t begin, size_t count, int64_t pad_id,
+                                bool overlong_filter, at::Device device = at::kCPU);
 
 // The policy's log-probability of every completion token: [N, T] (0 on
 // padding), computed in chunks; differentiable unless called under no_grad.

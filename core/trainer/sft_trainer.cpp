@@ -52,47 +52,39 @@ RolloutSequence example_of(const data::Row& row, const tok::Tokenizer& tokenizer
 
 }  // namespace
 
-void run_sft(const config::Config& cfg) {
-  if (cfg.get_string("model").empty()) throw config::ConfigError("sft needs --model DIR");
-  if (cfg.get_strings("dataset").empty()) throw config::ConfigError("sft needs --dataset rows.jsonl");
-  if (!cfg.get_string("resume_from_checkpoint").empty())
-    throw config::ConfigError("sft does not resume a run: start a new one from the checkpoint with --model DIR "
-                              "(of a LoRA checkpoint, its merged/ directory, written with --merge_lora true)");
-  model::configure_cpu_threads(static_cast<int>(cfg.get_int("num_threads")));
-  torch::manual_seed(static_cast<uint64_t>(cfg.get_int("seed")));
-  const std::string model_dir = cfg.get_string("model"), output_dir = cfg.get_string("output_dir");
-  std::filesystem::create_directories(output_dir);
-  cfg.write_args_yaml((std::filesystem::path(output_dir) / "args.yaml").string());
+void run_sft(const SftSettings& s) {
+  model::configure_cpu_threads(s.num_threads);
+  torch::manual_seed(s.seed);
+  const std::string& model_dir = s.model.dir;
+  std::filesystem::create_directories(s.checkpoint.output_dir);
+  s.run.config.write_args_yaml((std::filesystem::path(s.checkpoint.output_dir) / "args.yaml").string());
 
   tok::Tokenizer tokenizer = tok::Tokenizer::from_dir(model_dir);
-  const tok::ChatFamily family = tok::chat_family_for(tokenizer, cfg.get_string("template"));
-  const std::string system = data::load_system_prompt(cfg.get_string("system"));
+  const tok::ChatFamily family = tok::chat_family_for(tokenizer, s.prompts.template_name);
   std::vector<RolloutSequence> examples;
-  for (const std::string& spec : cfg.get_strings("dataset"))
-    for (const data::Row& row : data::load_rows(spec)) examples.push_back(example_of(row, tokenizer, family, system));
+  for (const std::string& spec : s.datasets)
+    for (const data::Row& row : data::load_rows(spec))
+      examples.push_back(example_of(row, tokenizer, family, s.prompts.system));
   if (examples.empty()) throw data::DataError("the sft dataset has no rows");
 
-  model::CausalLM policy = load_policy(cfg, at::kFloat);  // full, or the base with LoRA adapters
+  model::CausalLM policy = load_policy(s.model);  // full, or the base with LoRA adapters
   policy->train();
-  policy->set_gradient_checkpointing(cfg.get_bool("gradient_checkpointing"));
-  auto optimizer = make_adamw(cfg, *policy);
-  const int64_t micro = cfg.get_int("per_device_train_batch_size"), ga = cfg.get_int("gradient_accumulation_steps");
+  policy->set_gradient_checkpointing(s.model.gradient_checkpointing);
+  auto optimizer = make_adamw(s.optimizer, *policy);
+  const int64_t micro = s.micro_batch, ga = s.grad_accum;
   const int64_t per_step = micro * ga;
   const int64_t steps_per_epoch = (static_cast<int64_t>(examples.size()) + per_step - 1) / per_step;
-  const int64_t max_steps = cfg.is_null("max_steps")
-                                ? static_cast<int64_t>(std::ceil(cfg.get_double("num_train_epochs") *
-                                                                 static_cast<double>(steps_per_epoch)))
-                                : cfg.get_int("max_steps");
-  LrSchedule schedule(cfg.get_string("lr_scheduler_type"), cfg.get_double("learning_rate"), max_steps,
-                      cfg.is_null("warmup_steps") ? -1 : cfg.get_int("warmup_steps"), cfg.get_double("warmup_ratio"));
-  const auto report_to = cfg.get_strings("report_to");
-  RunLog log(output_dir, std::find(report_to.begin(), report_to.end(), "tensorboard") != report_to.end());
-  const int64_t logging_steps = std::max<int64_t>(1, cfg.get_int("logging_steps"));
+  const int64_t max_steps =
+      s.max_steps ? *s.max_steps : static_cast<int64_t>(std::ceil(s.epochs * static_cast<double>(steps_per_epoch)));
+  LrSchedule schedule(s.optimizer.scheduler, s.optimizer.learning_rate, max_steps, s.optimizer.warmup_steps.value_or(-1),
+                      s.optimizer.warmup_ratio);
+  RunLog log(s.checkpoint.output_dir, s.logging.tensorboard);
+  const int64_t logging_steps = s.logging.logging_steps;
   spdlog::info("sft on {} examples for {} steps ({} per step)", examples.size(), max_steps, per_step);
 
   std::vector<size_t> order(examples.size());
   std::iota(order.begin(), order.end(), 0);
-  std::mt19937_64 rng(static_cast<uint64_t>(cfg.get_int("seed")));
+  std::mt19937_64 rng(s.seed);
   size_t cursor = order.size();  // forces a shuffle before the first step
   double epochs = -1;
   for (int64_t step = 0; step < max_steps; ++step) {
@@ -102,21 +94,21 @@ void run_sft(const config::Config& cfg) {
       std::vector<RolloutSequence> part;
       while (static_cast<int64_t>(part.size()) < micro) {
         if (cursor == order.size()) {
-          if (cfg.get_bool("dataset_shuffle")) std::shuffle(order.begin(), order.end(), rng);
+          if (s.shuffle) std::shuffle(order.begin(), order.end(), rng);
           cursor = 0;
           epochs += 1;
         }
         part.push_back(examples[order[cursor++]]);
       }
       RolloutBatch batch = make_rollout_batch(part, 0, false);
-      at::Tensor logp = completion_logprobs(*policy, batch, {1.0, 256, false}).logprobs;  // [B, T]
+      at::Tensor logp = completion_logprobs(*policy, batch, {1.0, kLogprobChunk, false}).logprobs;  // [B, T]
       const at::Tensor& mask = batch.completion_mask;
       at::Tensor loss = -(logp * mask).sum() / mask.sum().clamp_min(1.0) / static_cast<double>(ga);
       loss.backward();
       loss_sum += loss.item<double>();
       tokens += mask.sum().item<double>();
     }
-    const double grad_norm = torch::nn::utils::clip_grad_norm_(policy->parameters(), cfg.get_double("max_grad_norm"));
+    const double grad_norm = torch::nn::utils::clip_grad_norm_(policy->parameters(), s.optimizer.max_grad_norm);
     set_learning_rate(*optimizer, schedule.lr(step));
     optimizer->step();
     optimizer->zero_grad();
@@ -128,7 +120,7 @@ void run_sft(const config::Config& cfg) {
              {"step_time", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()}});
     if ((step + 1) % logging_steps == 0 || step + 1 == max_steps) log.flush(step + 1, max_steps);
   }
-  save_checkpoint(*policy, cfg, max_steps, model_dir, {{"global_step", max_steps}, {"max_steps", max_steps}});
+  save_checkpoint(*policy, s.checkpoint, max_steps, model_dir, {{"global_step", max_steps}, {"max_steps", max_steps}});
 }
 
 }  // namespace grpo::trainer

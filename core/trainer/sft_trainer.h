@@ -4,12 +4,13 @@
 #pragma once
 
 #include "config/config.h"
+#include "trainer/settings.h"
 
 namespace grpo::trainer {
 
 // Trains on the last assistant turn of `messages` (or on `response` after
 // `query`/`problem`/`prompt`). Throws config::ConfigError / data::DataError
 // naming the flag or row on bad input.
-void run_sft(const config::Config& cfg);
+void run_sft(const SftSettings& settings);
 
 }  // namespace grpo::trainer

@@ -22,7 +22,7 @@ TEST(InitModelCommand, EveryArchitectureAndAForeignTokenizer) {
   for (const char* arch : {"llama", "qwen3"}) {
     std::string dir = temp_dir(std::string("init_") + arch) + "/m";
     CommandResult r = run_host(std::string("init-model --arch ") + arch + " --preset tiny --out " + dir +
-                               " --tokenizer " GRPO_SHARED_DATA_DIR "/qwen3-tokenizer.json");
+                               " --tokenizer " GRPO_TEST_DATA_DIR "/qwen3-tokenizer.json");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("vocab 151669"), std::string::npos) << r.output;
     r = run_host("generate --model " + dir + " --prompt 'Hello' --max_completion_length 3 --top_k 1 --raw");

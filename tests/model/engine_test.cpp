@@ -12,7 +12,7 @@ using namespace grpo::model;
 
 namespace {
 
-const std::string kDir = GRPO_SHARED_DATA_DIR "/tiny-qwen2";
+const std::string kDir = GRPO_TEST_DATA_DIR "/tiny-qwen2";
 const std::vector<int32_t> kPrompt = {93, 283, 208, 107, 40, 235, 119, 177, 185, 88, 109};
 
 Engine& engine() {
@@ -79,7 +79,7 @@ TEST(Engine, StopIdsEndEarlyAndFinishedRowsLeaveTheBatch) {
 TEST(Engine, StopStringsEndGenerationWhereTheTextFirstContainsThem) {
   // tiny-qwen2's ids (< 300) are valid ids of the Qwen3 tokenizer, which
   // gives the sampled tokens text to search.
-  static grpo::tok::Tokenizer tokenizer = grpo::tok::Tokenizer::from_file(GRPO_SHARED_DATA_DIR "/qwen3-tokenizer.json");
+  static grpo::tok::Tokenizer tokenizer = grpo::tok::Tokenizer::from_file(GRPO_TEST_DATA_DIR "/qwen3-tokenizer.json");
   Engine with_text(load_model(kDir), &tokenizer);
   SamplingParams p = params(24, 1.3);
   auto free_run = with_text.generate({{kPrompt, 1, 77, {}}}, p)[0];

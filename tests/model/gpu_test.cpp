@@ -13,7 +13,7 @@
 using namespace grpo::model;
 
 namespace {
-const std::string kDir = GRPO_SHARED_DATA_DIR "/tiny-qwen2";
+const std::string kDir = GRPO_TEST_DATA_DIR "/tiny-qwen2";
 const std::vector<int32_t> kPrompt = {93, 283, 208, 107, 40, 235, 119, 177, 185, 88, 109};
 }  // namespace
 

@@ -46,7 +46,7 @@ TEST(ChunkedLogprobs, ValuesAndGradientsEqualThePlainComputation) {
 }
 
 TEST(ChunkedLogprobs, CompletionLogprobsMatchTransformersOnTinyQwen2) {
-  const std::string dir = GRPO_SHARED_DATA_DIR "/tiny-qwen2";
+  const std::string dir = GRPO_TEST_DATA_DIR "/tiny-qwen2";
   nlohmann::json e = nlohmann::json::parse(std::ifstream(dir + "/expected.json"))["single"];
   std::vector<int64_t> ids = e["input"]["prompt_ids"];
   std::vector<int64_t> completion = e["input"]["completion_ids"];
@@ -82,7 +82,7 @@ bool graph_has(const at::Tensor& t, const std::string& part) {
 }  // namespace
 
 TEST(GradientCheckpointing, SameLossAndGradientsWithLessKeptForBackward) {
-  const std::string dir = GRPO_SHARED_DATA_DIR "/tiny-qwen2";
+  const std::string dir = GRPO_TEST_DATA_DIR "/tiny-qwen2";
   at::Tensor ids = torch::randint(0, 100, {2, 12}, torch::kLong);
   at::Tensor mask = torch::ones({2, 12}, torch::kLong);
   mask[1].narrow(0, 0, 3).zero_();  // left padding in the second row
@@ -107,7 +107,7 @@ TEST(GradientCheckpointing, SameLossAndGradientsWithLessKeptForBackward) {
 }
 
 TEST(GradientCheckpointing, FrozenInputsStillGiveTheLayersGradients) {
-  CausalLM model = load_model(GRPO_SHARED_DATA_DIR "/tiny-qwen2");
+  CausalLM model = load_model(GRPO_TEST_DATA_DIR "/tiny-qwen2");
   model->set_gradient_checkpointing(true);
   model->model->embed_tokens->weight.set_requires_grad(false);  // as under LoRA: the input carries no grad
   at::Tensor hidden = model->hidden_states(torch::randint(0, 100, {1, 6}, torch::kLong));

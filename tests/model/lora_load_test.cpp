@@ -12,7 +12,7 @@
 using namespace grpo::model;
 
 TEST(LoraLoad, AnAdapterDirectoryLoadsOnItsBaseWithTheAdapters) {
-  const std::string base = GRPO_SHARED_DATA_DIR "/tiny-qwen2";
+  const std::string base = GRPO_TEST_DATA_DIR "/tiny-qwen2";
   const auto dir = std::filesystem::temp_directory_path() / "grpo_lora_load";
   std::filesystem::remove_all(dir);
   CausalLM trained = load_model(base);
@@ -40,7 +40,7 @@ TEST(LoraLoad, AnAdapterDirectoryLoadsOnItsBaseWithTheAdapters) {
 TEST(LoraLoad, AnAdapterWhoseBaseIsNotLocalSaysWhatToDo) {
   const auto dir = std::filesystem::temp_directory_path() / "grpo_lora_load_remote";
   std::filesystem::remove_all(dir);
-  CausalLM model = load_model(GRPO_SHARED_DATA_DIR "/tiny-qwen2");
+  CausalLM model = load_model(GRPO_TEST_DATA_DIR "/tiny-qwen2");
   LoraOptions options;
   apply_lora(*model, options);
   save_peft_adapter(*model, options, dir.string(), "Qwen/Qwen2.5-7B");

@@ -21,7 +21,7 @@ using nlohmann::json;
 
 namespace {
 
-const std::string kTinyQwen2 = std::string(GRPO_SHARED_DATA_DIR) + "/tiny-qwen2";
+const std::string kTinyQwen2 = std::string(GRPO_TEST_DATA_DIR) + "/tiny-qwen2";
 
 fs::path fresh_dir(const std::string& name) {
   static const fs::path root = [] {

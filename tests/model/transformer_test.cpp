@@ -1,5 +1,5 @@
 // The LibTorch model against Hugging Face transformers' own logits for
-// ../shared/data/tiny-qwen2 (float32, eager attention).
+// tests/data/tiny-qwen2 (float32, eager attention).
 #include <gtest/gtest.h>
 #include <torch/types.h>
 #include <torch/utils.h>
@@ -15,7 +15,7 @@ using namespace grpo::model;
 
 namespace {
 
-const std::string kDir = GRPO_SHARED_DATA_DIR "/tiny-qwen2";
+const std::string kDir = GRPO_TEST_DATA_DIR "/tiny-qwen2";
 
 nlohmann::json expected() {
   std::ifstream in(kDir + "/expected.json");

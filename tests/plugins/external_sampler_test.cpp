@@ -18,7 +18,7 @@
 #include "tokenizer/tokenizer.h"
 
 using namespace grpo::testing;
-using grpo::plugins::SampledCompletion;
+using grpo::Sample;
 using grpo::plugins::SampleOptions;
 using grpo::plugins::SampleRequest;
 
@@ -44,14 +44,14 @@ std::unique_ptr<grpo::plugins::SamplerClient> native_sampler() {
   return builtin_sampler("native", {{"model", tiny_model_dir()}});
 }
 
-void expect_same(const std::vector<SampledCompletion>& got, const std::vector<SampledCompletion>& want) {
+void expect_same(const std::vector<Sample>& got, const std::vector<Sample>& want) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) {
     EXPECT_EQ(got[i].request, want[i].request) << i;
     EXPECT_EQ(got[i].index, want[i].index) << i;
     EXPECT_EQ(got[i].ids, want[i].ids) << i;
     EXPECT_EQ(got[i].text, want[i].text) << i;
-    EXPECT_EQ(got[i].truncated, want[i].truncated) << i;
+    EXPECT_EQ(got[i].truncated(), want[i].truncated()) << i;
     ASSERT_EQ(got[i].logprobs.size(), want[i].logprobs.size()) << i;
     for (size_t t = 0; t < got[i].logprobs.size(); ++t) EXPECT_NEAR(got[i].logprobs[t], want[i].logprobs[t], 1e-4);
   }
@@ -97,7 +97,7 @@ TEST(ExternalSampler, StopIdsAndStopStringsEndCompletionsAsTheNativeEngineDoes) 
   expect_same(got, native->generate(with_stop_id, greedy(12)));
   EXPECT_EQ(got[0].ids.back(), full[4]);
   EXPECT_LE(got[0].ids.size(), 5u);
-  EXPECT_FALSE(got[0].truncated) << "ended by a stop id";
+  EXPECT_FALSE(got[0].truncated()) << "ended by a stop id";
   // A stop string: text the completion gains after its third token (a random
   // model's tokens may decode to nothing alone, so it is taken from the text).
   grpo::tok::Tokenizer tok = grpo::tok::Tokenizer::from_dir(tiny_model_dir());
@@ -115,11 +115,11 @@ TEST(ExternalSampler, StopIdsAndStopStringsEndCompletionsAsTheNativeEngineDoes) 
   expect_same(got, native->generate(plain, o));
   EXPECT_LT(got[0].ids.size(), full.size());
   EXPECT_NE(got[0].text.find(stop), std::string::npos);
-  EXPECT_FALSE(got[0].truncated);
+  EXPECT_FALSE(got[0].truncated());
   // Without a stop the completion runs to max_new_tokens: finish reason length.
   got = external->generate(plain, greedy(5));
   ASSERT_EQ(got[0].ids.size(), 5u);
-  EXPECT_TRUE(got[0].truncated);
+  EXPECT_TRUE(got[0].truncated());
 }
 
 // Pushed weights (bucketed, and one call per parameter) change what the

@@ -1,5 +1,7 @@
 // The native sampler plugin through the sampler ABI: the same completions as
 // the engine itself, and weights shared with the trainer without copies.
+#include <filesystem>
+
 #include <gtest/gtest.h>
 #include <torch/types.h>
 #include <torch/utils.h>
@@ -9,15 +11,17 @@
 #include "plugins/builtin_plugins.h"
 #include "plugins/plugin_error.h"
 #include "plugins/sampler_client.h"
+#include "tokenizer/byte_tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "trainer/weight_views.h"
 
 using namespace grpo::plugins;
 
 namespace {
 
-const std::string kDir = GRPO_SHARED_DATA_DIR "/tiny-qwen2";
+const std::string kDir = GRPO_TEST_DATA_DIR "/tiny-qwen2";
 // tiny-qwen2 ships no tokenizer; its ids (< 300) are valid Qwen3 ids.
-const std::string kTokenizer = GRPO_SHARED_DATA_DIR "/qwen3-tokenizer.json";
+const std::string kTokenizer = GRPO_TEST_DATA_DIR "/qwen3-tokenizer.json";
 const std::vector<int32_t> kPrompt = {93, 283, 208, 107, 40, 235, 119, 177, 185, 88, 109};
 
 std::unique_ptr<SamplerClient> native(const nlohmann::json& options) {
@@ -42,7 +46,7 @@ TEST(NativeSampler, GivesTheEnginesCompletionsThroughTheAbi) {
   for (size_t i = 0; i < 4; ++i) {
     EXPECT_EQ(got[i].ids, want[i].ids) << i;
     EXPECT_EQ(got[i].logprobs, want[i].logprobs) << i;
-    EXPECT_TRUE(got[i].truncated);
+    EXPECT_TRUE(got[i].truncated());
   }
 }
 
@@ -88,4 +92,29 @@ TEST(NativeSampler, BadConfigurationAndWeightsAreClearErrors) {
   } catch (const PluginError& e) {
     EXPECT_NE(std::string(e.what()).find("model.no_such.weight"), std::string::npos) << e.what();
   }
+}
+
+// tiny-qwen2 has 300 embedding rows and the byte tokenizer 259 tokens: with
+// random weights the sampler draws ids that are no token, and decodes them
+// to nothing instead of failing the call.
+TEST(NativeSampler, DecodesSampledIdsThatAreNoTokenToNothing) {
+  const auto tok_dir = std::filesystem::temp_directory_path() / ("grpo_native_bytes_" + std::to_string(::getpid()));
+  grpo::tok::write_byte_level_tokenizer(tok_dir.string());
+  auto sampler = native({{"model", kDir}, {"tokenizer", tok_dir.string()}});
+  SampleOptions o;
+  o.max_new_tokens = 16;
+  o.temperature = 1.0;
+  o.top_p = 1.0;
+  auto got = sampler->generate({{{72, 101, 108}, "", "", 4, 5, {}}}, o);
+  const grpo::tok::Tokenizer tokenizer = grpo::tok::Tokenizer::from_dir(tok_dir.string());
+  size_t non_tokens = 0;
+  for (const auto& c : got) {
+    non_tokens += tokenizer.count_non_tokens(c.ids);
+    std::vector<int32_t> tokens;
+    for (int32_t id : c.ids)
+      if (id < grpo::tok::kByteTokenizerVocabSize) tokens.push_back(id);
+    EXPECT_EQ(c.text, tokenizer.decode(tokens, /*skip_special_tokens=*/true));
+  }
+  EXPECT_GT(non_tokens, 0u) << "the test needs ids past the tokenizer's vocabulary";
+  std::filesystem::remove_all(tok_dir);
 }

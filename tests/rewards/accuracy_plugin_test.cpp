@@ -1,4 +1,4 @@
-// Every case of ../shared/data/accuracy_cases.json (values from the real
+// Every case of tests/data/accuracy_cases.json (values from the real
 // Math-Verify, called as ms-swift calls it) through the accuracy plugin.
 #include <fstream>
 
@@ -8,8 +8,8 @@
 #include "rewards/reward_test_util.h"
 
 TEST(AccuracyPlugin, AgreesWithMathVerifyOnEverySharedCase) {
-  std::ifstream in(GRPO_SHARED_DATA_DIR "/accuracy_cases.json");
-  ASSERT_TRUE(in) << "missing " GRPO_SHARED_DATA_DIR "/accuracy_cases.json";
+  std::ifstream in(GRPO_TEST_DATA_DIR "/accuracy_cases.json");
+  ASSERT_TRUE(in) << "missing " GRPO_TEST_DATA_DIR "/accuracy_cases.json";
   nlohmann::json cases = nlohmann::json::parse(in)["cases"];
   ASSERT_GE(cases.size(), 60u);
   std::vector<grpo::testing::Completion> completions;

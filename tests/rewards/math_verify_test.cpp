@@ -22,7 +22,7 @@ double reward(const std::string& completion, const std::string& solution) {
 
 // Every reference case; the expected values come from Math-Verify 0.7.0.
 TEST(MathVerifyCases, AgreesWithReference) {
-  const std::string path = std::string(GRPO_SHARED_DATA_DIR) + "/accuracy_cases.json";
+  const std::string path = std::string(GRPO_TEST_DATA_DIR) + "/accuracy_cases.json";
   std::ifstream in(path);
   ASSERT_TRUE(in.good()) << "cannot open " << path;
   const nlohmann::json doc = nlohmann::json::parse(in);

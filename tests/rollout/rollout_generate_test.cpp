@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
 #include <thread>
 
 #include "model/engine.h"
 #include "model/weights.h"
+#include "cli/cli_util.h"
 #include "rollout/rollout_process.h"
 #include "tokenizer/chat_prompt.h"
 #include "tokenizer/tokenizer.h"
@@ -202,4 +204,21 @@ TEST_F(RolloutGenerate, ConcurrentRequestsAreBatchedAndAnsweredCorrectly) {
   const auto calls = after["engine_calls"].get<int>() - before["engine_calls"].get<int>();
   EXPECT_EQ(requests, kClients);
   EXPECT_LT(calls, requests) << "concurrent requests must share engine calls";
+}
+
+// grpo-rollout stops where the trainer does: at the eos ids of
+// generation_config.json too (model::stop_token_ids, one rule for both).
+TEST_F(RolloutGenerate, StopsAtTheEosIdsOfGenerationConfig) {
+  const std::vector<int32_t> free_run = ref_->run({kPromptA}, 1, 0, 12)[0].ids;
+  ASSERT_EQ(free_run.size(), 12u) << "without the new eos id the greedy run goes to max_tokens";
+  const size_t k = 0;  // its first token becomes an eos id
+  const std::string dir = grpo::testing::temp_dir("rollout_generation_config");
+  std::filesystem::copy(grpo::testing::tiny_model_dir(), dir, std::filesystem::copy_options::recursive);
+  grpo::testing::write_file(dir + "/generation_config.json",
+                            json{{"eos_token_id", json::array({free_run[k]})}}.dump());
+  RolloutProcess server(dir);
+  auto r = server.post("/generate/", trl_generate({kPromptA}, 1, /*temperature=*/0.0, 12));
+  ASSERT_EQ(r.status, 200) << r.raw;
+  const std::vector<int32_t> expected(free_run.begin(), free_run.begin() + static_cast<std::ptrdiff_t>(k) + 1);
+  EXPECT_EQ(r.body["completion_ids"][0].get<std::vector<int32_t>>(), expected);
 }

@@ -1,6 +1,6 @@
 // Chat template tests. Every expected string below was written out by hand
 // from the template's own logic: Qwen3's real template in
-// shared/data/qwen3-tokenizer_config.json, and the published templates of
+// tests/data/qwen3-tokenizer_config.json, and the published templates of
 // Qwen2-Instruct, Qwen2.5-Instruct, Meta-Llama-3-Instruct and
 // Llama-3.1-Instruct. Each was then checked against an independent oracle:
 // those templates rendered by Python's jinja2 3.1.6 configured as
@@ -227,7 +227,7 @@ TEST(ChatTemplate, RejectsEmptyChatsAndUnknownRoles) {
 // --- detection ---------------------------------------------------------------
 
 std::string qwen3_template() {
-  std::ifstream in(std::string(GRPO_SHARED_DATA_DIR) + "/qwen3-tokenizer_config.json");
+  std::ifstream in(std::string(GRPO_TEST_DATA_DIR) + "/qwen3-tokenizer_config.json");
   return json::parse(in).at("chat_template").get<std::string>();
 }
 

@@ -23,7 +23,7 @@ using nlohmann::json;
 
 namespace {
 
-const std::string kDataDir = GRPO_SHARED_DATA_DIR;
+const std::string kDataDir = GRPO_TEST_DATA_DIR;
 
 json read_json(const std::string& path) {
   std::ifstream in(path);
@@ -61,6 +61,8 @@ class Qwen3 : public ::testing::Test {
     fs::create_symlink(kDataDir + "/qwen3-tokenizer_config.json", dir / "tokenizer_config.json");
     tokenizer_ = new Tokenizer(Tokenizer::from_dir(dir.string()));
   }
+  // A tokenizer that did not load fails every test of the suite, never skips it.
+  void SetUp() override { ASSERT_NE(tokenizer_, nullptr) << "the Qwen3 tokenizer in " << kDataDir << " did not load"; }
   static const Tokenizer& tok() { return *tokenizer_; }
 
  private:
@@ -157,6 +159,18 @@ TEST_F(Qwen3, DecodingAnUnknownIdNamesIt) {
       EXPECT_NE(std::string(e.what()).find(std::to_string(bad)), std::string::npos) << e.what();
     }
   }
+}
+
+// A model's embedding can have more rows than its tokenizer has tokens
+// (Qwen2.5: 151,936 rows, 151,665 tokens): what it samples in the gap
+// decodes to nothing, as in Hugging Face, and is counted.
+TEST_F(Qwen3, SampledIdsThatAreNoTokenDecodeToNothing) {
+  const std::vector<int32_t> sampled = {9707, 151850, 1879, 151935};
+  EXPECT_EQ(tok().decode_sampled(sampled), tok().decode({9707, 1879}));
+  EXPECT_EQ(tok().decode_sampled(sampled, /*skip_special_tokens=*/true), "Hello world");
+  EXPECT_EQ(tok().count_non_tokens(sampled), 2u);
+  EXPECT_EQ(tok().count_non_tokens({9707, 1879}), 0u);
+  EXPECT_EQ(tok().decode_sampled({151850}), "");
 }
 
 // Random text from ranges that NFC leaves alone, so decode(encode(s)) == s.

@@ -1,5 +1,6 @@
 // dynamic_sample's group collection and the live progress line's text.
 #include <cmath>
+#include <deque>
 
 #include <gtest/gtest.h>
 
@@ -15,16 +16,21 @@ namespace {
 // `groups` groups of G rows; every row of group g has prompt id `first + g`
 // and reward `rewards[g][i]`.
 GenerationBatch batch_of(int first, const std::vector<std::vector<double>>& rewards) {
+  static std::deque<Prompt> prompts;  // samples point at their prompt, which outlives them
   GenerationBatch b;
   b.rewards.names = {"r"};
   b.rewards.by_fn.assign(1, {});
-  for (size_t g = 0; g < rewards.size(); ++g)
+  for (size_t g = 0; g < rewards.size(); ++g) {
+    prompts.push_back({{first + static_cast<int>(g)}, "[]", nullptr});
     for (double r : rewards[g]) {
-      b.sequences.push_back({{first + static_cast<int>(g)}, {1}, false});
-      b.reward_inputs.emplace_back();
+      Sample s;
+      s.prompt = &prompts.back();
+      s.ids = {1};
+      b.samples.push_back(s);
       b.rewards.by_fn[0].push_back(r);
       b.rewards.total.push_back(r);
     }
+  }
   return b;
 }
 
@@ -43,9 +49,9 @@ TEST(GroupCollector, KeepsValidGroupsOfEveryAttemptThenFillsWithZeroVariance) {
   EXPECT_EQ(c.next_request(), 3u);  // 1 missing at 2/6 valid
   GenerationBatch out = c.take();
   ASSERT_EQ(out.size(), 6u);
-  EXPECT_EQ(out.sequences[0].prompt_ids[0], 11);  // the valid groups first, in the order seen
-  EXPECT_EQ(out.sequences[2].prompt_ids[0], 20);
-  EXPECT_EQ(out.sequences[4].prompt_ids[0], 10);  // then the first zero-variance group
+  EXPECT_EQ(out.samples[0].prompt->ids[0], 11);  // the valid groups first, in the order seen
+  EXPECT_EQ(out.samples[2].prompt->ids[0], 20);
+  EXPECT_EQ(out.samples[4].prompt->ids[0], 10);  // then the first zero-variance group
   EXPECT_EQ(out.rewards.by_fn[0][1], 1.0);
   EXPECT_EQ(out.rewards.total.size(), 6u);
 }
@@ -59,7 +65,7 @@ TEST(GroupCollector, StopsCollectingOnceFullAndAsksForFewWhenMostAreValid) {
   EXPECT_EQ(c.next_request(), 0u);
   GenerationBatch out = c.take();
   ASSERT_EQ(out.size(), 8u);
-  EXPECT_EQ(out.sequences[6].prompt_ids[0], 10);  // the surplus valid group is not kept
+  EXPECT_EQ(out.samples[6].prompt->ids[0], 10);  // the surplus valid group is not kept
 }
 
 TEST(GenerationBatch, RewardTensorIsRowsByFunctions) {

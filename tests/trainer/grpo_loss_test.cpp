@@ -1,5 +1,5 @@
 // The policy loss against TRL v1.9.0's `_compute_loss` formulas
-// (../shared/data/grpo_loss_cases.json): loss, metrics, per-token values and
+// (tests/data/grpo_loss_cases.json): loss, metrics, per-token values and
 // the gradient w.r.t. logp, plus the masked-batch and error contracts.
 #include "trainer/grpo_loss.h"
 
@@ -93,8 +93,8 @@ Case make_case(const json& c) {
 }
 
 json load_cases() {
-  std::ifstream f(GRPO_SHARED_DATA_DIR "/grpo_loss_cases.json");
-  if (!f) throw std::runtime_error("cannot open " GRPO_SHARED_DATA_DIR "/grpo_loss_cases.json");
+  std::ifstream f(GRPO_TEST_DATA_DIR "/grpo_loss_cases.json");
+  if (!f) throw std::runtime_error("cannot open " GRPO_TEST_DATA_DIR "/grpo_loss_cases.json");
   return json::parse(f)["cases"];
 }
 

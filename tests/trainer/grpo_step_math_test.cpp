@@ -14,7 +14,7 @@ using namespace grpo;
 
 namespace {
 
-const std::string kDir = GRPO_SHARED_DATA_DIR "/tiny-qwen2";
+const std::string kDir = GRPO_TEST_DATA_DIR "/tiny-qwen2";
 
 struct Group {
   trainer::RolloutBatch batch;

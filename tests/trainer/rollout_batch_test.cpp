@@ -27,8 +27,27 @@ TEST(RolloutBatch, LayoutMasksAndOverlongFilter) {
   EXPECT_THROW(trainer::make_rollout_batch({}, 0, false), std::invalid_argument);
 }
 
+TEST(RolloutBatch, SamplesCarryLossByTheirFinishReason) {
+  const Prompt prompt{{5, 6}, "[]", nullptr};
+  std::vector<Sample> samples(3);
+  const FinishReason finish[] = {FinishReason::Stop, FinishReason::Length, FinishReason::Abort};
+  for (size_t i = 0; i < 3; ++i) {
+    samples[i].prompt = &prompt;
+    samples[i].ids = {8, 9};
+    samples[i].finish = finish[i];
+  }
+  trainer::RolloutBatch b = trainer::make_rollout_batch(samples, 0, 3, 0, /*overlong_filter=*/false);
+  EXPECT_TRUE(at::equal(b.completion_mask, torch::tensor({{1.f, 1.f}, {1.f, 1.f}, {0.f, 0.f}})))
+      << "an aborted completion never trains";
+  trainer::RolloutBatch f = trainer::make_rollout_batch(samples, 0, 3, 0, /*overlong_filter=*/true);
+  EXPECT_TRUE(at::equal(f.completion_mask, torch::tensor({{1.f, 1.f}, {0.f, 0.f}, {0.f, 0.f}})));
+  EXPECT_TRUE(at::equal(f.truncated, torch::tensor({false, true, false})));
+  trainer::RolloutBatch tail = trainer::make_rollout_batch(samples, 2, 1, 0, false);
+  EXPECT_EQ(tail.completion_mask.sum().item<float>(), 0.0f);
+}
+
 TEST(RolloutBatch, OnPolicyLogprobsEqualTheSamplersAcrossPaddedRows) {
-  const std::string dir = GRPO_SHARED_DATA_DIR "/tiny-qwen2";
+  const std::string dir = GRPO_TEST_DATA_DIR "/tiny-qwen2";
   model::CausalLM lm = model::load_model(dir);
   model::Engine engine(lm);
   model::SamplingParams p;
@@ -58,13 +77,13 @@ TEST(PromptSource, MaxLengthCutsOrDropsLongPrompts) {
   const std::vector<std::string> data = {(dir / "rows.jsonl").string()};
   trainer::PromptSource full(data, tokenizer, tok::ChatFamily::ChatML, "", false, 0);
   const size_t long_len = full.next(2)[1]->ids.size();
-  trainer::PromptSource left(data, tokenizer, tok::ChatFamily::ChatML, "", false, 0, 50, "left");
+  trainer::PromptSource left(data, tokenizer, tok::ChatFamily::ChatML, "", false, 0, 50, trainer::Truncation::Left);
   auto l = left.next(2);
   EXPECT_EQ(l[1]->ids.size(), 50u);
   EXPECT_TRUE(std::equal(l[1]->ids.begin(), l[1]->ids.end(), full.next(2)[1]->ids.end() - 50));  // the end is kept
-  trainer::PromptSource right(data, tokenizer, tok::ChatFamily::ChatML, "", false, 0, 50, "right");
+  trainer::PromptSource right(data, tokenizer, tok::ChatFamily::ChatML, "", false, 0, 50, trainer::Truncation::Right);
   EXPECT_EQ(right.next(2)[1]->ids.size(), 50u);
-  trainer::PromptSource del(data, tokenizer, tok::ChatFamily::ChatML, "", false, 0, 50, "delete");
+  trainer::PromptSource del(data, tokenizer, tok::ChatFamily::ChatML, "", false, 0, 50, trainer::Truncation::Delete);
   EXPECT_EQ(del.size(), 1u);
   EXPECT_EQ(del.dropped(), 1u);
   EXPECT_GT(long_len, 200u);

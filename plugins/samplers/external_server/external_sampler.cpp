@@ -180,7 +180,7 @@ grpo_status generate(grpo_sampler_instance* self, const grpo_generate_request* r
         std::vector<float> logprobs;
         if (params->return_logprobs) logprobs = sampled_logprobs(answers[i]["logprobs"][k], cut.length, where);
         ids.resize(cut.length);
-        const std::string text = s->tokenizer->decode(ids, /*skip_special_tokens=*/true);
+        const std::string text = s->tokenizer->decode_sampled(ids, /*skip_special_tokens=*/true);
         grpo_completion c{};
         c.struct_size = sizeof(grpo_completion);
         c.request_id = r.request_id;

@@ -10,6 +10,7 @@
 #include <torch/utils.h>
 
 #include "dlpack_alias.h"
+#include "model/dtype.h"
 #include "model/engine.h"
 #include "model/threads.h"
 #include "model/weights.h"
@@ -22,13 +23,6 @@ struct NativeSampler {
   std::unique_ptr<grpo::tok::Tokenizer> tokenizer;
   std::unique_ptr<grpo::model::Engine> engine;
 };
-
-at::ScalarType dtype_named(const std::string& name) {
-  if (name.empty() || name == "float32") return at::kFloat;
-  if (name == "bfloat16") return at::kBFloat16;
-  if (name == "float16") return at::kHalf;
-  throw grpo::Error("torch_dtype must be float32, bfloat16 or float16, got '" + name + "'");
-}
 
 grpo_status create(const grpo_host_api* host_api, grpo_str config, grpo_sampler_instance** out, grpo_error* err) {
   return grpo::detail::guarded(err, [&] {
@@ -44,7 +38,7 @@ grpo_status create(const grpo_host_api* host_api, grpo_str config, grpo_sampler_
         tok_path.size() > 5 && tok_path.compare(tok_path.size() - 5, 5, ".json") == 0
             ? grpo::tok::Tokenizer::from_file(tok_path)
             : grpo::tok::Tokenizer::from_dir(tok_path));
-    grpo::model::CausalLM lm = grpo::model::load_model(dir, dtype_named(o.get_string("torch_dtype", "")));
+    grpo::model::CausalLM lm = grpo::model::load_model(dir, grpo::model::weight_dtype_from_name(o.get_string("torch_dtype", "")));
     const std::string device = o.get_string("device", "cpu");
     lm->to(at::Device(device));
     s->engine = std::make_unique<grpo::model::Engine>(lm, s->tokenizer.get());
@@ -79,7 +73,7 @@ grpo_status generate(grpo_sampler_instance* self, const grpo_generate_request* r
       ids.push_back(r->request_id);
     }
     for (const grpo::model::Completion& c : s->engine->generate(reqs, sp)) {
-      std::string text = s->tokenizer->decode(c.ids, /*skip_special_tokens=*/true);
+      std::string text = s->tokenizer->decode_sampled(c.ids, /*skip_special_tokens=*/true);
       grpo_completion out{};
       out.struct_size = sizeof(grpo_completion);
       out.request_id = ids[c.request];

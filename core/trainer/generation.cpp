@@ -1,0 +1,136 @@
+// Generation batches: prompts through the sampler plugin into samples,
+// samples through the reward plugins, scores into group-relative advantages;
+// dynamic_sample resamples groups whose rewards are all equal.
+#include <spdlog/spdlog.h>
+
+#include "trainer/grpo_trainer.h"
+#include "util/clock.h"
+
+namespace grpo::trainer {
+
+using util::now_s;
+
+GenerationBatch GrpoTrainer::next_generation_batch(Metrics& m, int64_t micro_done) {
+  if (!s_.sampling.async) return sample_and_score(m);
+  GenerationBatch batch = next_async_batch(m);
+  const int64_t micro = s_.batch.micro_batch;
+  const auto parts = (static_cast<int64_t>(batch.size()) + micro - 1) / micro;
+  const int64_t still_needed =
+      (max_steps_ - policy_.global_step) * s_.batch.grad_accum - micro_done - parts * s_.batch.iterations;
+  sync_sampler_weights(m);
+  if (still_needed > 0) launch_generation();  // the next batch samples while this one trains
+  return batch;
+}
+
+GenerationBatch GrpoTrainer::sample_and_score(Metrics& m) {
+  const auto wanted = static_cast<size_t>(s_.batch.prompts_per_generation);
+  const auto G = static_cast<size_t>(s_.batch.num_generations);
+  GenerationBatch batch = generate(prompts_->next(wanted), m, Purpose::Training, rollout_.generations++);
+  score(batch, m, trainer_state());
+  if (!s_.sampling.dynamic_sample) return batch;
+  // DAPO: only groups whose rewards differ train anything; resample to fill.
+  auto group_std = [&](const GenerationBatch& b) {
+    return group_advantages(at::tensor(b.rewards.total, at::kDouble), s_.batch.num_generations, s_.loss.scale)
+        .group_std;
+  };
+  GroupCollector groups(wanted, G);
+  groups.add(batch, group_std(batch));
+  int64_t resamples = 0;
+  Metrics extra;  // the resamples' generation metrics are not this batch's
+  for (; !groups.full() && resamples < s_.sampling.max_resample_times; ++resamples) {
+    GenerationBatch more =
+        generate(prompts_->next(groups.next_request()), extra, Purpose::Training, rollout_.generations++);
+    score(more, m, trainer_state());
+    groups.add(more, group_std(more));
+  }
+  if (!groups.full())
+    spdlog::warn("dynamic_sample: {} of {} groups still have equal rewards after {} resamples; they are kept with "
+                 "advantage 0 (raise --max_resample_times or check the rewards)",
+                 groups.missing(), wanted, resamples);
+  m["dynamic_sample/resample_count"] = static_cast<double>(resamples);
+  m["time/generate"] += extra["time/generate"];
+  return groups.take();
+}
+
+// Runs on a background thread under async_generate: reads only what the
+// main thread does not change while it runs.
+GenerationBatch GrpoTrainer::generate(const std::vector<const Prompt*>& prompts, Metrics& m, Purpose purpose,
+                                      int64_t generation) {
+  const double start = now_s();
+  const std::string prefix = purpose == Purpose::Evaluation ? "eval_" : "";
+  std::vector<plugins::SampleRequest> requests;
+  for (size_t p = 0; p < prompts.size(); ++p) {
+    plugins::SampleRequest r;
+    r.prompt_ids = prompts[p]->ids;
+    r.messages_json = prompts[p]->messages_json;
+    r.n = static_cast<uint32_t>(s_.batch.num_generations);
+    // Never the same seed twice in a run; evaluation has its own series.
+    r.seed = s_.seed * 1000003u + static_cast<uint64_t>(generation) * 65537u + p +
+             (purpose == Purpose::Evaluation ? 1u << 31 : 0u);
+    r.stop_ids = rollout_.stop_ids;
+    r.prompt = prompts[p];
+    requests.push_back(std::move(r));
+  }
+  GenerationBatch out;
+  out.samples = rollout_.sampler->generate(requests, s_.sampling.options);
+  double lengths = 0, terminated = 0, terminated_len = 0, truncated = 0, aborted = 0, non_tokens = 0;
+  double min_len = 1e30, max_len = 0;
+  for (const Sample& c : out.samples) {
+    const auto len = static_cast<double>(c.ids.size());
+    lengths += len;
+    min_len = std::min(min_len, len);
+    max_len = std::max(max_len, len);
+    if (c.finish == FinishReason::Length) ++truncated;
+    else if (c.finish == FinishReason::Abort) ++aborted;
+    else ++terminated, terminated_len += len;
+    non_tokens += static_cast<double>(tokenizer_.count_non_tokens(c.ids));
+  }
+  const auto n = static_cast<double>(out.size());
+  m[prefix + "completions/mean_length"] = lengths / n;
+  m[prefix + "completions/min_length"] = min_len;
+  m[prefix + "completions/max_length"] = max_len;
+  m[prefix + "completions/clipped_ratio"] = truncated / n;  // truncated by length, not PPO clipping
+  m[prefix + "completions/mean_terminated_length"] = terminated ? terminated_len / terminated : 0.0;
+  if (aborted > 0) {
+    // The sampler gave up on these: they stay in their groups for the reward
+    // statistics, but none of their tokens carries loss.
+    m[prefix + "completions/aborted_ratio"] = aborted / n;
+    spdlog::warn("the sampler aborted {} of {} completions: they carry no loss", aborted, n);
+  }
+  // Sampled ids that are embedding rows but no token: decoded to nothing.
+  if (non_tokens > 0) m[prefix + "completions/non_token_ids"] = non_tokens;
+  m[prefix + "num_tokens"] += lengths;
+  m["time/generate"] += now_s() - start;
+  return out;
+}
+
+plugins::TrainerState GrpoTrainer::trainer_state() const {
+  return {policy_.global_step, max_steps_, prompts_->epoch()};
+}
+
+void GrpoTrainer::score(GenerationBatch& batch, Metrics& m, const plugins::TrainerState& state) {
+  const double start = now_s();
+  batch.rewards = rewards_->score(batch.samples, state);
+  m["time/reward"] += now_s() - start;
+}
+
+Advantages GrpoTrainer::advantages_of(const GenerationBatch& batch, Metrics& m, Purpose purpose) {
+  const std::string prefix = purpose == Purpose::Evaluation ? "eval_" : "";
+  const rewards::RewardMatrix& R = batch.rewards;
+  for (size_t f = 0; f < R.names.size(); ++f) {
+    m[prefix + "rewards/" + R.names[f] + "/mean"] = rewards::nanmean(R.by_fn[f]);
+    m[prefix + "rewards/" + R.names[f] + "/std"] = rewards::nanstd(R.by_fn[f]);
+  }
+  Advantages adv = group_advantages(at::tensor(R.total, at::kDouble), s_.batch.num_generations, s_.loss.scale);
+  if (adv.all_nan_rows > 0)
+    spdlog::warn("{} of {} completions got no reward from any function (all NaN): their advantage is 0",
+                 adv.all_nan_rows, batch.size());
+  if (completion_log_ && purpose == Purpose::Training)
+    completion_log_->write(policy_.global_step + 1, batch.samples, R, adv.advantages);
+  m[prefix + "reward"] = rewards::nanmean(R.total);
+  m[prefix + "reward_std"] = rewards::nanstd(R.total);
+  m[prefix + "frac_reward_zero_std"] = adv.frac_zero_std;
+  return adv;
+}
+
+}  // namespace grpo::trainer

@@ -1,0 +1,136 @@
+// One GRPO optimizer step, phase by phase (grpo.md): the next generation
+// batch (sample, score), group-relative advantages, micro-batches, the
+// constant old and reference log-probs, then per micro-batch the policy's
+// log-probs, the clipped loss and backward, and finally the update.
+#include <sys/resource.h>
+
+#include <torch/types.h>  // before clip_grad.h, which uses torch::Tensor without including it
+#include <torch/nn/utils/clip_grad.h>
+
+#include "model/lora.h"
+#include "trainer/checkpoint.h"
+#include "trainer/grpo_trainer.h"
+#include "util/clock.h"
+
+namespace grpo::trainer {
+
+using util::now_s;
+
+namespace {
+
+double rss_gb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / (1024.0 * 1024.0);
+}
+
+}  // namespace
+
+Metrics GrpoTrainer::step() {
+  const double start = now_s();
+  Metrics m;
+  MetricSums sums;
+  policy_.step_active_tokens = 0;
+  for (int64_t k = 0; k < s_.batch.grad_accum; ++k) {
+    if (rollout_.queue.empty()) {
+      GenerationBatch batch = next_generation_batch(m, k);           // sample, score
+      std::vector<MicroBatch> parts = micro_batches_of(batch, m);    // advantages, split
+      add_constant_logprobs(parts, m);                               // old, reference, IS correction
+      for (int64_t it = 0; it < s_.batch.iterations; ++it)
+        rollout_.queue.insert(rollout_.queue.end(), parts.begin(), parts.end());
+    }
+    accumulate(rollout_.queue.front(), m, sums);  // policy log-probs, loss, backward
+    rollout_.queue.pop_front();
+  }
+  for (const auto& [k, v] : sums.sum) m[k] = v / sums.count[k];
+  update(m);  // clip, AdamW, reference sync
+  ++policy_.global_step;
+  // The new weights to the sampler (merge, copy or push), after the step is
+  // counted: a failed push still leaves a checkpoint that holds this update.
+  // Under async_generate this happens when the next batch is launched.
+  if (!s_.sampling.async) sync_sampler_weights(m);
+  m["global_step"] = static_cast<double>(policy_.global_step);
+  m["epoch"] = prompts_->epoch();
+  m["step_time"] = now_s() - start;
+  m["memory/rss_gb"] = rss_gb();
+  for (const auto& [name, value] : plugin_metrics_->drain()) m[name] = value;
+  return m;
+}
+
+std::vector<MicroBatch> GrpoTrainer::micro_batches_of(const GenerationBatch& batch, Metrics& m) {
+  const Advantages adv = advantages_of(batch, m, Purpose::Training);
+  return split_micro_batches(batch, adv.advantages, s_.batch.micro_batch, 0, s_.loss.overlong_filter);
+}
+
+// Constant across the iterations over a generation batch: computed once,
+// without gradient, with the policy's own probabilities (no LoRA dropout).
+void GrpoTrainer::add_constant_logprobs(std::vector<MicroBatch>& parts, Metrics& m) {
+  const double t0 = now_s();
+  const model::LogprobOptions lp{s_.loss.temperature, kLogprobChunk, /*entropy=*/false};
+  model::CausalLMImpl& policy = *policy_.policy;
+  torch::NoGradGuard no_grad;
+  policy.eval();
+  MetricSums correction;
+  for (MicroBatch& mb : parts) {
+    if (needs_old_logp_) mb.old_logp = completion_logprobs(policy, mb.batch, lp).logprobs;
+    if (policy_.reference) {
+      mb.ref_logp = completion_logprobs(*policy_.reference, mb.batch, lp).logprobs;
+    } else if (s_.model.lora && s_.loss.options.beta != 0.0) {
+      model::AdaptersDisabled base(policy);
+      mb.ref_logp = completion_logprobs(policy, mb.batch, lp).logprobs;
+    }
+    if (s_.loss.is_correction && mb.old_logp.defined() && mb.sampler_logp.defined()) {
+      Metrics c;
+      mb.is_weight = importance_weights(mb.old_logp, mb.sampler_logp, mb.batch.completion_mask, s_.loss.is_mode,
+                                        s_.loss.is_cap, c);
+      for (const auto& [k, v] : c) correction.add(k, v);
+    }
+  }
+  policy.train();
+  for (const auto& [k, v] : correction.sum) m[k] = v / correction.count[k];
+  m["time/logprob"] += now_s() - t0;
+}
+
+void GrpoTrainer::accumulate(const MicroBatch& mb, Metrics& m, MetricSums& sums) {
+  const double t0 = now_s();
+  const model::LogprobOptions lp{s_.loss.temperature, kLogprobChunk, /*entropy=*/true};
+  model::TokenLogprobs logp = completion_logprobs(*policy_.policy, mb.batch, lp);
+  LossOptions options = s_.loss.options;
+  options.dapo_active_tokens = mb.dapo_active_tokens;
+  LossOutput out = grpo_loss(
+      {logp.logprobs, mb.old_logp, mb.ref_logp, mb.advantages, mb.batch.completion_mask, mb.is_weight}, options);
+  const double t1 = now_s();
+  out.loss.backward();
+  m["time/backward"] += now_s() - t1;
+  m["time/logprob"] += t1 - t0;
+  m["loss"] += out.loss.item<double>();  // each micro-batch's loss is already its share of the step's
+  const at::Tensor& mask = mb.batch.completion_mask;
+  if (mb.active_tokens > 0) sums.add("entropy", ((logp.entropy * mask).sum() / mask.sum()).item<double>());
+  for (const auto& [k, v] : out.metrics) sums.add(k, v);
+  policy_.step_active_tokens += mb.active_tokens;
+}
+
+void GrpoTrainer::update(Metrics& m) {
+  const double t_opt = now_s();
+  PolicyState& p = policy_;
+  const double grad_norm = torch::nn::utils::clip_grad_norm_(p.policy->parameters(), s_.optimizer.max_grad_norm);
+  const double lr = p.schedule->lr(p.global_step);
+  if (p.step_active_tokens > 0) {  // nothing carried loss (every row filtered): no update at all, not even weight decay
+    set_learning_rate(*p.optimizer, lr);
+    p.optimizer->step();
+  }
+  p.optimizer->zero_grad();
+  m["grad_norm"] = grad_norm;
+  m["learning_rate"] = lr;
+  m["time/optimizer"] = now_s() - t_opt;
+  m.emplace("time/weight_sync", 0.0);  // logged even when nothing moves (in-process views)
+  if (p.reference && s_.ref_sync.enabled && (p.global_step + 1) % s_.ref_sync.every == 0) {
+    // TR-DPO's soft update, as TRL's SyncRefModelCallback does it.
+    torch::NoGradGuard no_grad;
+    const double alpha = s_.ref_sync.alpha;
+    auto ref = p.reference->parameters(), pol = p.policy->parameters();
+    for (size_t i = 0; i < ref.size(); ++i) ref[i].mul_(1.0 - alpha).add_(pol[i], alpha);
+  }
+}
+
+}  // namespace grpo::trainer

@@ -1,0 +1,96 @@
+// The sampler plugin's side of the trainer: creating it with views of the
+// weights it samples from, keeping those weights current, and async_generate.
+//
+// async_generate (grpo.md §7): while the trainer works through generation
+// batch k, batch k+1 is sampled and scored on a background thread with the
+// weights as they were when it started — one step off-policy. The trainer
+// recomputes `old` with its current weights and corrects for the sampler's
+// own log-probs (importance_sampling.h).
+#include <grpo/sampler.h>
+#include <torch/types.h>
+
+#include "model/dtype.h"
+#include "model/lora.h"
+#include "model/weights.h"
+#include "plugins/plugin_options.h"
+#include "trainer/grpo_trainer.h"
+#include "util/clock.h"
+
+namespace grpo::trainer {
+
+using util::now_s;
+
+void GrpoTrainer::create_sampler() {
+  model::CausalLMImpl& policy = *policy_.policy;
+  // The sampler gets the policy's parameters as views: in process it aliases
+  // them, so every optimizer step is visible to the next generation for free;
+  // out of process it gets their values now and after every update.
+  plugins::ResolvedPlugin sampler = registry_.require(s_.sampling.sampler, GRPO_SAMPLER_INTERFACE);
+  // Filled only where the sampler declares these options; sampler_args win.
+  const nlohmann::json run_values = {{"model", s_.model.dir},
+                                     {"torch_dtype", model::dtype_to_name(s_.model.dtype).substr(6)},  // "torch."
+                                     {"num_threads", s_.num_threads}};
+  rollout_.sampler = plugins::SamplerClient::create(
+      sampler, plugins::resolve_plugin_options(sampler.info, run_values, s_.sampling.sampler_args), plugin_metrics_,
+      s_.run.json.dump());
+  if (s_.model.lora) {  // the sampler's model has no adapters: it reads W + scaling * B A, merged after each step
+    rollout_.merged = model::merged_weight_buffers(policy);
+    model::merge_lora_into(policy, rollout_.merged);
+    std::vector<std::pair<std::string, at::Tensor>> named;
+    for (const auto& p : policy.named_parameters())
+      if (!model::is_adapter_parameter(p.key()))
+        named.emplace_back(p.key(), rollout_.merged.count(p.key()) ? rollout_.merged.at(p.key()) : p.value());
+    rollout_.views = std::make_unique<WeightViews>(named);
+  } else {
+    // It samples while the policy trains: give it its own copy of the weights.
+    if (s_.sampling.async && rollout_.sampler->in_process()) rollout_.sampler_copy = model::copy_model(policy);
+    rollout_.views = std::make_unique<WeightViews>(rollout_.sampler_copy ? *rollout_.sampler_copy : policy);
+  }
+  rollout_.sampler->load_weights(rollout_.views->tensors(),
+                                 (rollout_.sampler->in_process() ? GRPO_WEIGHTS_VIEW : 0u) | GRPO_WEIGHTS_LAST_BUCKET |
+                                     (s_.model.lora ? GRPO_WEIGHTS_MERGED_LORA : 0u));
+}
+
+void GrpoTrainer::launch_generation() {
+  // Everything the background thread needs that the main thread changes is
+  // taken here: the prompts, the seed index and the trainer state.
+  std::vector<const Prompt*> prompts = prompts_->next(static_cast<size_t>(s_.batch.prompts_per_generation));
+  const int64_t generation = rollout_.generations++;
+  const plugins::TrainerState state = trainer_state();
+  rollout_.pending = std::async(std::launch::async, [this, prompts, generation, state] {
+    RolloutState::Pending out;
+    out.batch = generate(prompts, out.metrics, Purpose::Training, generation);
+    score(out.batch, out.metrics, state);
+    return out;
+  });
+}
+
+GenerationBatch GrpoTrainer::next_async_batch(Metrics& m) {
+  if (!rollout_.pending.valid()) launch_generation();  // the first batch has nothing to overlap with
+  const double t0 = now_s();
+  RolloutState::Pending ready = rollout_.pending.get();  // rethrows what the background thread threw
+  m["time/generate_wait"] += now_s() - t0;
+  for (const auto& [k, v] : ready.metrics) m[k] += v;
+  return std::move(ready.batch);
+}
+
+void GrpoTrainer::wait_for_generation() {
+  if (rollout_.pending.valid()) rollout_.pending.wait();
+}
+
+void GrpoTrainer::sync_sampler_weights(Metrics& m) {
+  plugins::SamplerClient& sampler = *rollout_.sampler;
+  if (sampler.in_process() && !rollout_.sampler_copy && !s_.model.lora) return;  // it aliases the policy
+  const double t0 = now_s();
+  if (s_.model.lora) model::merge_lora_into(*policy_.policy, rollout_.merged);  // what the sampler reads
+  if (!sampler.in_process()) {
+    sampler.load_weights(rollout_.views->tensors(), GRPO_WEIGHTS_LAST_BUCKET);
+  } else if (rollout_.sampler_copy) {  // the sampler reads its own copy while the policy trains
+    torch::NoGradGuard no_grad;
+    auto from = policy_.policy->parameters(), to = rollout_.sampler_copy->parameters();
+    for (size_t i = 0; i < from.size(); ++i) to[i].copy_(from[i]);
+  }
+  m["time/weight_sync"] += now_s() - t0;
+}
+
+}  // namespace grpo::trainer

@@ -1,0 +1,198 @@
+// Typed settings of the commands that load a model: each is built once from
+// the resolved configuration, validated there, and is all that the command
+// reads afterwards. A new flag is a row of config/flag_table.cpp and a field
+// read in settings.cpp.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <c10/core/ScalarType.h>
+#include <nlohmann/json.hpp>
+
+#include "config/config.h"
+#include "config/settings_reader.h"
+#include "model/lora.h"
+#include "plugins/sampler_client.h"
+#include "trainer/advantages.h"
+#include "trainer/grpo_loss.h"
+#include "trainer/importance_sampling.h"
+#include "trainer/prompt_source.h"
+
+namespace grpo::trainer {
+
+// Log-probabilities are computed this many positions at a time, so that no
+// [batch, length, vocabulary] tensor is built.
+constexpr int64_t kLogprobChunk = 256;
+
+struct ModelSettings {
+  std::string dir;      // --model
+  std::string ref_dir;  // --ref_model; "" = the initial policy
+  at::ScalarType dtype = at::kFloat;
+  bool lora = true;     // --train_type lora (else full)
+  model::LoraOptions lora_options;
+  bool merge_lora = false;
+  bool gradient_checkpointing = true;
+  std::string resume_from;  // --resume_from_checkpoint; "" = a new run
+};
+
+// How dataset rows become prompts.
+struct PromptSettings {
+  std::string template_name;  // "" = read from tokenizer_config.json
+  std::string system;         // the system prompt's text (--system, or the file it names)
+  std::optional<int64_t> max_length;
+  Truncation truncation = Truncation::Left;
+  // The format for `tokenizer`; prompts are cut at max_length - max_completion_length.
+  PromptFormat format(const tok::Tokenizer& tokenizer, int64_t max_completion_length) const;
+};
+
+struct DataSettings {
+  std::vector<std::string> datasets, val_datasets;
+  double split_ratio = 0;
+  bool shuffle = true;
+  bool skip_bad_rows = false;
+};
+
+// The batch geometry (grpo.md §1), per process.
+struct BatchSettings {
+  int64_t num_generations = 8;         // G
+  int64_t micro_batch = 1;             // per_device_train_batch_size, completions
+  int64_t grad_accum = 1;              // gradient_accumulation_steps
+  int64_t prompts_per_generation = 1;  // generation_batch_size / G
+  int64_t steps_per_generation = 1;
+  int64_t iterations = 1;              // num_iterations
+  int64_t eval_batch = 1;              // per_device_eval_batch_size, completions
+  std::optional<int64_t> max_steps;
+  double epochs = 1;
+};
+
+struct SamplingSettings {
+  std::string sampler = "native";
+  nlohmann::json sampler_args = nlohmann::json::object();
+  plugins::SampleOptions options;  // temperature, top_p, ..., max_new_tokens, stop strings
+  bool async = false;              // async_generate
+  bool dynamic_sample = false;
+  int64_t max_resample_times = 3;
+};
+
+struct LossSettings {
+  LossOptions options;  // loss_type, importance level, epsilons, delta, beta, GA, max_completion_length
+  ScaleRewards scale = ScaleRewards::Group;
+  bool overlong_filter = false;
+  double temperature = 1.0;  // log-probs are of the distribution that was sampled
+  bool is_correction = false;  // vllm_importance_sampling_correction (on by default with async)
+  IsCorrectionMode is_mode = IsCorrectionMode::SequenceMask;
+  double is_cap = 3.0;
+};
+
+struct RefSyncSettings {  // TR-DPO's soft reference update
+  bool enabled = false;
+  int64_t every = 512;
+  double alpha = 0.6;
+};
+
+struct OptimizerSettings {
+  double learning_rate = 1e-6, beta1 = 0.9, beta2 = 0.95, epsilon = 1e-8, weight_decay = 0.1;
+  double max_grad_norm = 1.0;
+  std::string scheduler = "cosine";
+  std::optional<int64_t> warmup_steps;
+  double warmup_ratio = 0.05;
+};
+
+struct CheckpointSettings {
+  std::string output_dir = "output";
+  std::optional<int64_t> save_total_limit;
+  std::string base_model;  // what a LoRA checkpoint's adapter_config.json names as its base
+  model::LoraOptions lora_options;
+  bool merge_lora = false;
+};
+
+struct LoggingSettings {
+  int64_t logging_steps = 5;
+  std::optional<int64_t> save_steps, eval_steps;
+  bool log_completions = false;
+  bool tensorboard = true;
+};
+
+struct RewardSettings {
+  std::vector<std::string> plugins;  // --plugins
+  std::vector<std::string> funcs;
+  std::vector<double> weights;  // empty: all 1.0
+  nlohmann::json plugin_args = nlohmann::json::object();
+};
+
+// The resolved configuration as the run keeps it: written to args.yaml, and
+// handed to plugins, whose options may take flags' values.
+struct RunConfig {
+  config::Config config;
+  nlohmann::json json;                               // config.to_json()
+  std::set<std::string, std::less<>> flags_read;     // by the settings builder
+};
+
+struct GrpoSettings {
+  ModelSettings model;
+  PromptSettings prompts;
+  DataSettings data;
+  BatchSettings batch;
+  SamplingSettings sampling;
+  LossSettings loss;
+  RefSyncSettings ref_sync;
+  OptimizerSettings optimizer;
+  CheckpointSettings checkpoint;
+  LoggingSettings logging;
+  RewardSettings rewards;
+  int num_threads = 0;
+  uint64_t seed = 42;
+  RunConfig run;
+
+  // Throws config::ConfigError listing everything this trainer refuses in
+  // `cfg`, before any model is loaded.
+  static GrpoSettings from(const config::Config& cfg);
+};
+
+struct SftSettings {
+  ModelSettings model;
+  PromptSettings prompts;
+  std::vector<std::string> datasets;
+  bool shuffle = true;
+  int64_t micro_batch = 1, grad_accum = 1;
+  std::optional<int64_t> max_steps;
+  double epochs = 1;
+  OptimizerSettings optimizer;
+  CheckpointSettings checkpoint;
+  LoggingSettings logging;
+  int num_threads = 0;
+  uint64_t seed = 42;
+  RunConfig run;
+
+  static SftSettings from(const config::Config& cfg);
+};
+
+// grpo-host evaluate and generate: a model, prompts and sampling.
+struct EvaluateSettings {
+  std::string model_dir;
+  std::vector<std::string> datasets;
+  PromptSettings prompts;
+  plugins::SampleOptions sampling;
+  RewardSettings rewards;
+  int num_threads = 0;
+  uint64_t seed = 42;
+  RunConfig run;
+
+  // `needs_data`: evaluate needs --dataset and --reward_funcs; generate does not.
+  static EvaluateSettings from(const config::Config& cfg, bool needs_data);
+};
+
+// The parts several commands share, read through `r`.
+ModelSettings read_model_settings(config::SettingsReader& r);
+PromptSettings read_prompt_settings(config::SettingsReader& r);
+plugins::SampleOptions read_sample_options(config::SettingsReader& r);
+OptimizerSettings read_optimizer_settings(config::SettingsReader& r);
+CheckpointSettings read_checkpoint_settings(config::SettingsReader& r, const ModelSettings& model);
+LoggingSettings read_logging_settings(config::SettingsReader& r);
+RewardSettings read_reward_settings(config::SettingsReader& r);
+
+}  // namespace grpo::trainer
