@@ -95,13 +95,6 @@ std::string finish_sampler(json& v) {
   return ok ? "" : "expected a sampler name: native, external_server or one registered by a plugin";
 }
 
-template <class E>
-std::vector<std::string> names_of(const std::vector<std::pair<std::string, E>>& table) {
-  std::vector<std::string> names;
-  for (const auto& entry : table) names.push_back(entry.first);
-  return names;
-}
-
 std::vector<FlagSpec> build_table() {
   std::vector<FlagSpec> t;
   FlagGroup group = FlagGroup::ModelData;
@@ -172,7 +165,7 @@ std::vector<FlagSpec> build_table() {
   add(real("epsilon_high", nullptr, "upper clipping range (unset: epsilon; DAPO uses 0.28)").above(0));
   add(real("delta", nullptr, "upper cap on the unclipped ratio (two-sided clipping); > 1").above(1));
   add(text("loss_type", "grpo", "grpo | bnpo | dr_grpo | dapo").hint("TYPE")
-          .choices(names_of(trainer::loss_type_names())));
+          .choices(trainer::loss_type_spellings()));
   add(text("importance_sampling_level", "token", "token | sequence (GSPO)").hint("LEVEL")
           .choices({"token", "sequence"}));
   add(text("scale_rewards", "group", "group | batch | none (true = group, false = none)").hint("HOW")

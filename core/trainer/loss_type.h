@@ -21,4 +21,10 @@ inline const std::vector<std::pair<std::string, LossType>>& loss_type_names() {
   return names;
 }
 
+inline std::vector<std::string> loss_type_spellings() {
+  std::vector<std::string> out;
+  for (const auto& entry : loss_type_names()) out.push_back(entry.first);
+  return out;
+}
+
 }  // namespace grpo::trainer

@@ -1,5 +1,5 @@
 // The formulas of format, cosine, repetition and soft_overlong
-// (../shared/spec/rewards.md), through the real plugin libraries.
+// (the project spec of the rewards, rewards.md), through the real plugin libraries.
 #include <cmath>
 
 #include <gtest/gtest.h>
