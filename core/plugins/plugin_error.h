@@ -12,4 +12,11 @@ class PluginError : public ::grpo::UserError {
   using UserError::UserError;
 };
 
+// A file that is no grpo plugin at all: not a shared object, or one without
+// the entry symbol. Discovery skips such a file in a searched directory.
+class NotAPluginError : public PluginError {
+ public:
+  using PluginError::PluginError;
+};
+
 }  // namespace grpo::plugins

@@ -45,7 +45,7 @@ std::shared_ptr<PluginLibrary> PluginLibrary::load(const std::string& path) {
                                   "GRPO_PLUGIN_PATH",
                                   path));
   if (!is_elf(path))
-    throw PluginError(fmt::format("plugin file '{}' is not a shared object (no ELF header); build it as a "
+    throw NotAPluginError(fmt::format("plugin file '{}' is not a shared object (no ELF header); build it as a "
                                   "MODULE library against grpo::sdk",
                                   path));
 
@@ -61,7 +61,7 @@ std::shared_ptr<PluginLibrary> PluginLibrary::load(const std::string& path) {
                                   lib->path_, e.what(), lib->path_));
   }
   if (!lib->impl_->library.has(GRPO_PLUGIN_ENTRY_SYMBOL))
-    throw PluginError(fmt::format("'{}' is a shared object but not a grpo plugin: it does not export '{}'; "
+    throw NotAPluginError(fmt::format("'{}' is a shared object but not a grpo plugin: it does not export '{}'; "
                                   "define it with GRPO_EXPORT_REWARD / GRPO_EXPORT_PLUGINS (grpo/sdk.hpp) and "
                                   "build with the SDK's CMake package",
                                   lib->path_, GRPO_PLUGIN_ENTRY_SYMBOL));

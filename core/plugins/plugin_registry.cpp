@@ -8,6 +8,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "plugins/plugin_error.h"
 #include "util/suggest.h"
@@ -51,6 +52,7 @@ std::vector<std::string> split_path_list(const std::string& list) {
 PluginRegistry PluginRegistry::discover(const PluginSources& sources) {
   PluginRegistry reg;
   std::vector<std::string> files = sources.files;
+  std::vector<std::string> named = sources.files;  // given as files, not found in a searched directory
   if (sources.use_env) {
     if (const char* env = std::getenv("GRPO_PLUGIN_PATH")) {
       for (const std::string& entry : split_path_list(env)) {
@@ -60,6 +62,7 @@ PluginRegistry PluginRegistry::discover(const PluginSources& sources) {
           for (auto& f : libraries_in(entry)) files.push_back(f);
         } else {
           files.push_back(entry);
+          named.push_back(entry);
         }
       }
     }
@@ -70,13 +73,23 @@ PluginRegistry PluginRegistry::discover(const PluginSources& sources) {
     for (auto& f : libraries_in(dir)) files.push_back(f);
   }
 
-  std::set<std::string> seen;  // one library named twice (e.g. a built-in given explicitly) loads once
-  for (const std::string& file : files) {
+  auto key_of = [](const std::string& file) {
     std::error_code ec;
     fs::path canonical = fs::weakly_canonical(file, ec);
-    std::string key = ec ? file : canonical.string();
+    return ec ? file : canonical.string();
+  };
+  std::set<std::string> named_keys;
+  for (const std::string& file : named) named_keys.insert(key_of(file));
+  std::set<std::string> seen;  // one library named twice (e.g. a built-in given explicitly) loads once
+  for (const std::string& file : files) {
+    const std::string key = key_of(file);
     if (!seen.insert(key).second) continue;
-    reg.add(PluginLibrary::load(file));
+    try {
+      reg.add(PluginLibrary::load(file));
+    } catch (const NotAPluginError& e) {
+      if (named_keys.count(key)) throw;  // named as a file: the user meant it
+      spdlog::warn("skipping {} in the plugin search path: {}", file, e.what());
+    }
   }
   return reg;
 }

@@ -188,6 +188,24 @@ TEST(PluginHost, EnvironmentPathFindsPlugins) {
   fs::remove_all(dir);
 }
 
+TEST(PluginHost, ASearchedDirectorySkipsFilesThatAreNoPluginButANamedOneIsAnError) {
+  fs::path dir = fs::temp_directory_path() / ("grpo_env_mixed_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  fs::copy_file(FIXTURE_OK, dir / "libfixture.so", fs::copy_options::overwrite_existing);
+  fs::copy_file(FIXTURE_NO_ENTRY, dir / "libother.so", fs::copy_options::overwrite_existing);  // a .so, no entry
+  std::ofstream(dir / "libnotes.so") << "not a library";
+  ::setenv("GRPO_PLUGIN_PATH", dir.c_str(), 1);
+  PluginSources s;
+  s.use_builtin = false;
+  PluginRegistry reg = PluginRegistry::discover(s);
+  EXPECT_NO_THROW(reg.require("fixture", GRPO_REWARD_INTERFACE));
+  s.files = {(dir / "libother.so").string()};  // named explicitly: the user meant that file
+  std::string msg = error_of([&] { PluginRegistry::discover(s); });
+  ::unsetenv("GRPO_PLUGIN_PATH");
+  EXPECT_NE(msg.find("not a grpo plugin"), std::string::npos) << msg;
+  fs::remove_all(dir);
+}
+
 TEST(PluginHost, BuiltInDirectoryHoldsTheFiveRewards) {
   PluginRegistry reg = grpo::testing::builtin_registry();
   for (const char* name : {"accuracy", "format", "cosine", "repetition", "soft_overlong"})
