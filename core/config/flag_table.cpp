@@ -191,6 +191,8 @@ std::vector<FlagSpec> build_table() {
   add(texts("reward_funcs", json::array(),
             "reward functions: accuracy, format, cosine, repetition, soft_overlong or a plugin's name"));
   add(reals("reward_weights", nullptr, "one weight per reward function, reward models last (unset: all 1.0)"));
+  add(boolean("tolerate_reward_errors", false,
+              "exit 0 even when a reward plugin failed on some batches (they scored NaN, as no opinion)"));
   add(texts("reward_model", json::array(), "reward model directories").hint("PATH...")
           .not_built("reward models are not built yet; use a reward plugin (--plugins) meanwhile"));
   add(real("cosine_min_len_value_wrong", -0.5, "cosine reward of a wrong answer at length 0"));

@@ -216,13 +216,24 @@ std::vector<double> RewardFunction::score_rows(const std::vector<Row>& inputs, c
     seconds_per_sample_ =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / static_cast<double>(n);
   }
+  bool failed = false;
   for (size_t t = 0; t < threads; ++t) {
     if (ok[t]) continue;
-    ++failures_;
+    failed = true;
     spdlog::error("reward '{}' ({}): {}; its rewards for this batch count as no opinion (NaN) and training goes on",
                   name(), file(), errors[t]);
     size_t begin = n * t / threads, end = n * (t + 1) / threads;
     for (size_t i = begin; i < end; ++i) rewards[i] = std::numeric_limits<double>::quiet_NaN();
+  }
+  if (failed) ++failures_;
+  // +-Inf would zero its group's advantages (inf - inf): it is no opinion too.
+  size_t nonfinite = 0;
+  for (double& r : rewards)
+    if (std::isinf(r)) r = std::numeric_limits<double>::quiet_NaN(), ++nonfinite;
+  if (nonfinite > 0) {
+    nonfinite_ += static_cast<long>(nonfinite);
+    spdlog::warn("reward '{}' ({}) returned {} infinite value(s) of {}; they count as no opinion (NaN)", name(), file(),
+                 nonfinite, n);
   }
   return rewards;
 }

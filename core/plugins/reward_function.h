@@ -35,10 +35,12 @@ class RewardFunction {
   // One reward per input. NaN is "no opinion". When the plugin fails (error
   // status, exception, wrong count) the error is logged with the plugin's
   // name and file, counted in failures(), and the batch scores NaN: training
-  // goes on with the other rewards.
+  // goes on with the other rewards. An infinite reward becomes NaN too, with
+  // a warning, counted in nonfinite().
   std::vector<double> score(const std::vector<RewardInput>& inputs, const TrainerState& state);
   std::vector<double> score_samples(const std::vector<Sample>& samples, const TrainerState& state);
-  long failures() const { return failures_; }
+  long failures() const { return failures_; }    // batches whose call failed, since create()
+  long nonfinite() const { return nonfinite_; }  // infinite rewards turned into NaN, since create()
 
  private:
   RewardFunction() = default;
@@ -53,7 +55,7 @@ class RewardFunction {
   std::unique_ptr<Api> api_;
   void* instance_ = nullptr;
   int num_threads_ = 1;
-  long failures_ = 0;
+  long failures_ = 0, nonfinite_ = 0;
   double seconds_per_sample_ = 0;  // measured on single-threaded calls
 };
 

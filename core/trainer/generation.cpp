@@ -110,7 +110,13 @@ plugins::TrainerState GrpoTrainer::trainer_state() const {
 
 void GrpoTrainer::score(GenerationBatch& batch, Metrics& m, const plugins::TrainerState& state) {
   const double start = now_s();
+  std::vector<long> failed_before;
+  for (const auto& fn : rewards_->functions()) failed_before.push_back(fn->failures());
   batch.rewards = rewards_->score(batch.samples, state);
+  for (size_t f = 0; f < failed_before.size(); ++f) {
+    const plugins::RewardFunction& fn = *rewards_->functions()[f];
+    m["rewards/" + fn.name() + "/internal_errors"] += static_cast<double>(fn.failures() - failed_before[f]);
+  }
   m["time/reward"] += now_s() - start;
 }
 
@@ -120,6 +126,8 @@ Advantages GrpoTrainer::advantages_of(const GenerationBatch& batch, Metrics& m, 
   for (size_t f = 0; f < R.names.size(); ++f) {
     m[prefix + "rewards/" + R.names[f] + "/mean"] = rewards::nanmean(R.by_fn[f]);
     m[prefix + "rewards/" + R.names[f] + "/std"] = rewards::nanstd(R.by_fn[f]);
+    m[prefix + "rewards/" + R.names[f] + "/nan_frac"] =
+        static_cast<double>(rewards::count_nan(R.by_fn[f])) / static_cast<double>(std::max<size_t>(1, batch.size()));
   }
   Advantages adv = group_advantages(at::tensor(R.total, at::kDouble), s_.batch.num_generations, s_.loss.scale);
   if (adv.all_nan_rows > 0)

@@ -186,6 +186,23 @@ void GrpoTrainer::train() {
   save_checkpoint();
   std::signal(SIGINT, previous_int);
   std::signal(SIGTERM, previous_term);
+  report_reward_failures();
+}
+
+// A reward that failed is easy to miss in a long log: say it once more at the
+// end, and exit non-zero unless the user accepted it.
+void GrpoTrainer::report_reward_failures() const {
+  std::string failed;
+  for (const auto& fn : rewards_->functions()) {
+    if (fn->failures() == 0) continue;
+    spdlog::error("reward '{}' ({}) failed on {} batch(es) in this run; those rewards counted as no opinion (NaN)",
+                  fn->name(), fn->file(), fn->failures());
+    failed += (failed.empty() ? "" : ", ") + fn->name();
+  }
+  if (!failed.empty() && !s_.rewards.tolerate_errors)
+    throw std::runtime_error("training finished, but reward plugin(s) " + failed +
+                             " failed on some batches (above); fix them, or pass --tolerate_reward_errors true to "
+                             "accept such runs");
 }
 
 void run_grpo(const GrpoSettings& settings) {

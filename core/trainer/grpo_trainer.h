@@ -100,6 +100,8 @@ class GrpoTrainer {
   void sync_sampler_weights(Metrics& m);  // the policy's weights to the sampler (merge, copy or push)
   void wait_for_generation();
 
+  void report_reward_failures() const;  // the end-of-run summary; throws unless tolerated
+
   // grpo_checkpoint.cpp: checkpoints and resuming.
   void save_checkpoint();
   void resume_from(const std::string& dir);

@@ -115,6 +115,7 @@ RewardSettings read_reward_settings(config::SettingsReader& r) {
   s.funcs = r.texts("reward_funcs");
   s.weights = r.reals("reward_weights");
   s.plugin_args = r.json("plugin_args");
+  s.tolerate_errors = r.flag("tolerate_reward_errors");
   return s;
 }
 

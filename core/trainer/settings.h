@@ -122,6 +122,7 @@ struct RewardSettings {
   std::vector<std::string> funcs;
   std::vector<double> weights;  // empty: all 1.0
   nlohmann::json plugin_args = nlohmann::json::object();
+  bool tolerate_errors = false;  // a run whose rewards failed on some batches still exits 0
 };
 
 // The resolved configuration as the run keeps it: written to args.yaml, and

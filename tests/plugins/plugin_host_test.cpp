@@ -152,6 +152,17 @@ TEST(PluginHost, NaNMeansNoOpinionAndIsNotAFailure) {
   EXPECT_EQ(fn->failures(), 0);
 }
 
+TEST(PluginHost, AnInfiniteRewardIsNoOpinionCountedButNotAFailure) {
+  auto fn = make(FIXTURE_RETURNS_INF, "fixture_inf");
+  std::vector<double> r = fn->score(inputs({"a", "bb", "ccc", "dddd"}), {});
+  EXPECT_TRUE(std::isnan(r[0]));  // +Inf
+  EXPECT_EQ(r[1], 2);
+  EXPECT_TRUE(std::isnan(r[2]));  // -Inf
+  EXPECT_EQ(r[3], 4);
+  EXPECT_EQ(fn->nonfinite(), 2);
+  EXPECT_EQ(fn->failures(), 0);
+}
+
 TEST(PluginHost, ThreadSafePluginWithEnoughWorkIsScoredInParallel) {
   auto fn = make(FIXTURE_SLOW, "fixture_slow");  // 20 ms per call; reward = calls seen at once
   std::vector<RewardInput> in(64);
