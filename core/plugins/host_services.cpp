@@ -21,7 +21,7 @@ std::map<std::string, double> MetricsSink::drain() {
 
 HostServices::HostServices(std::string plugin_name, std::shared_ptr<MetricsSink> metrics, std::string run_config_json)
     : plugin_name_(std::move(plugin_name)), metrics_(std::move(metrics)), run_config_json_(std::move(run_config_json)) {
-  api_.struct_size = sizeof(grpo_host_api);
+  api_.struct_size = GRPO_HOST_API_STRUCT_SIZE;
   api_.host_version = GRPO_SDK_VERSION_INIT;
   api_.host_ctx = this;
   api_.log = &HostServices::log;

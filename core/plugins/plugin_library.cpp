@@ -93,6 +93,7 @@ std::shared_ptr<PluginLibrary> PluginLibrary::load(const std::string& path) {
     if (lib->entry_.init(library_services.api(), &err) != GRPO_OK)
       throw PluginError(fmt::format("plugin '{}' failed to initialise: {}", lib->path_, err.message));
   }
+  lib->initialised_ = true;  // deinit() pairs with a successful init() only
 
   const uint32_t n = lib->entry_.plugin_count();
   for (uint32_t i = 0; i < n; ++i) {
@@ -110,7 +111,7 @@ std::shared_ptr<PluginLibrary> PluginLibrary::load(const std::string& path) {
 }
 
 PluginLibrary::~PluginLibrary() {
-  if (impl_ && impl_->library.is_loaded() && entry_.deinit) entry_.deinit();
+  if (initialised_ && impl_ && impl_->library.is_loaded() && entry_.deinit) entry_.deinit();
 }
 
 const void* PluginLibrary::factory(const std::string& name, const std::string& interface_id) const {

@@ -43,6 +43,7 @@ class PluginLibrary {
   std::unique_ptr<Impl> impl_;
   std::string path_;
   grpo_entry entry_{};  // the part of the plugin's entry this host knows, zero-filled beyond
+  bool initialised_ = false;  // init() succeeded (or there is none): deinit() is due
   std::vector<PluginInfo> plugins_;
 };
 

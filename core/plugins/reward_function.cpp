@@ -92,9 +92,9 @@ bool RewardFunction::thread_safe() const { return (api_->table.flags & GRPO_REWA
 
 bool RewardFunction::score_range(const std::vector<grpo_reward_sample>& samples, size_t begin, size_t end,
                                  const grpo_trainer_state& state, double* out, std::string* error) {
-  grpo_reward_batch batch{sizeof(grpo_reward_batch), end - begin, samples.data() + begin, sizeof(grpo_reward_sample),
+  grpo_reward_batch batch{GRPO_REWARD_BATCH_STRUCT_SIZE, end - begin, samples.data() + begin, sizeof(grpo_reward_sample),
                           &state};
-  grpo_reward_output output{sizeof(grpo_reward_output), out + begin, end - begin, 0};
+  grpo_reward_output output{GRPO_REWARD_OUTPUT_STRUCT_SIZE, out + begin, end - begin, 0};
   grpo_error err{};
   grpo_status status;
   try {
@@ -162,7 +162,7 @@ std::vector<double> RewardFunction::score_rows(const std::vector<Row>& inputs, c
   for (size_t i = 0; i < n; ++i) {
     const Row& in = inputs[i];
     grpo_reward_sample& s = samples[i];
-    s.struct_size = sizeof(grpo_reward_sample);
+    s.struct_size = GRPO_REWARD_SAMPLE_STRUCT_SIZE;
     s.prompt_messages_json = as_str(*in.messages_json);
     s.completion = as_str(*in.completion);
     s.completion_ids = in.ids ? in.ids->data() : nullptr;
@@ -189,7 +189,7 @@ std::vector<double> RewardFunction::score_rows(const std::vector<Row>& inputs, c
     samples[i].columns_json = as_str(cols->json);
   }
 
-  grpo_trainer_state st{sizeof(grpo_trainer_state), state.global_step, state.max_steps, state.epoch};
+  grpo_trainer_state st{GRPO_TRAINER_STATE_STRUCT_SIZE, state.global_step, state.max_steps, state.epoch};
   // Threads only when the plugin allows it and the last measured cost per
   // sample says the batch is worth splitting (the first batch runs on one
   // thread and measures).

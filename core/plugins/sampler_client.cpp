@@ -1,6 +1,7 @@
 #include "plugins/sampler_client.h"
 
 #include <cstring>
+#include <mutex>
 
 #include <fmt/format.h>
 
@@ -14,6 +15,7 @@ namespace {
 grpo_str as_str(const std::string& s) { return grpo_str{s.data(), s.size()}; }
 
 struct SinkState {
+  std::mutex mu;  // the sink is [any-thread]: a sampler may call it from its workers
   const std::vector<SampleRequest>* requests;
   std::vector<size_t> first;  // completion slot of each request's copy 0
   std::vector<Sample>* out;
@@ -23,6 +25,7 @@ struct SinkState {
 
 void sink(void* ctx, const grpo_completion* c) {
   auto* st = static_cast<SinkState*>(ctx);
+  std::lock_guard<std::mutex> lock(st->mu);
   if (c->request_id >= st->requests->size() || c->index >= (*st->requests)[c->request_id].n) {
     st->error = fmt::format("a completion for request {} copy {} that was not asked for", c->request_id, c->index);
     return;
@@ -94,7 +97,7 @@ std::vector<Sample> SamplerClient::generate(const std::vector<SampleRequest>& re
   size_t total = 0;
   for (size_t i = 0; i < requests.size(); ++i) {
     const SampleRequest& r = requests[i];
-    reqs[i] = grpo_generate_request{sizeof(grpo_generate_request), i, r.prompt_ids.data(), r.prompt_ids.size(),
+    reqs[i] = grpo_generate_request{GRPO_GENERATE_REQUEST_STRUCT_SIZE, i, r.prompt_ids.data(), r.prompt_ids.size(),
                                     as_str(r.prompt_text), as_str(r.messages_json), r.n, r.seed, r.stop_ids.data(),
                                     r.stop_ids.size()};
     st.first.push_back(total);
@@ -105,7 +108,7 @@ std::vector<Sample> SamplerClient::generate(const std::vector<SampleRequest>& re
   st.filled.assign(total, 0);
   std::vector<grpo_str> stops;
   for (const auto& s : options.stop_strings) stops.push_back(as_str(s));
-  grpo_sampling_params params{sizeof(grpo_sampling_params), options.temperature, options.top_p, options.top_k,
+  grpo_sampling_params params{GRPO_SAMPLING_PARAMS_STRUCT_SIZE, options.temperature, options.top_p, options.top_k,
                               options.min_p, options.repetition_penalty, options.max_new_tokens, stops.data(),
                               stops.size(), options.return_logprobs ? 1 : 0};
   grpo_error err{};

@@ -84,7 +84,8 @@ void GrpoTrainer::sync_sampler_weights(Metrics& m) {
   const double t0 = now_s();
   if (s_.model.lora) model::merge_lora_into(*policy_.policy, rollout_.merged);  // what the sampler reads
   if (!sampler.in_process()) {
-    sampler.load_weights(rollout_.views->tensors(), GRPO_WEIGHTS_LAST_BUCKET);
+    sampler.load_weights(rollout_.views->tensors(),
+                         GRPO_WEIGHTS_LAST_BUCKET | (s_.model.lora ? GRPO_WEIGHTS_MERGED_LORA : 0u));
   } else if (rollout_.sampler_copy) {  // the sampler reads its own copy while the policy trains
     torch::NoGradGuard no_grad;
     auto from = policy_.policy->parameters(), to = rollout_.sampler_copy->parameters();

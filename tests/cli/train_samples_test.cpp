@@ -22,9 +22,17 @@ std::string flags(const std::string& dir, const std::string& model) {
          "--report_to none --gradient_checkpointing false --output_dir " + dir + "/out ";
 }
 
-std::string fixture_sampler(const std::string& sampler_args) {
-  return std::string("--plugins ") + FIXTURE_SAMPLER + " --sampler fixture_sampler --sampler_args '" + sampler_args +
-         "' ";
+std::string fixture_sampler(const std::string& sampler_args, const std::string& library = FIXTURE_SAMPLER) {
+  return "--plugins " + library + " --sampler fixture_sampler --sampler_args '" + sampler_args + "' ";
+}
+
+// Line `key: ...` of the fixture sampler's text.
+std::string reported(const nlohmann::json& completion, const std::string& key) {
+  const std::string text = completion["completion"];
+  const size_t at = text.find(key + ": ");
+  if (at == std::string::npos) return "(no " + key + " in '" + text + "')";
+  const size_t begin = at + key.size() + 2, end = text.find('\n', begin);
+  return text.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
 }
 
 }  // namespace
@@ -57,7 +65,44 @@ TEST(TrainSamples, StopIdsComeFromTheTokenizerConfigAndGenerationConfig) {
   ASSERT_FALSE(completions.empty());
   // The byte tokenizer's eos is <|im_end|>, id 258; then config.json's, then generation_config.json's new ones.
   ASSERT_EQ(tokenizer_config["eos_token"], "<|im_end|>");
-  EXPECT_EQ(completions[0]["completion"], "stop ids: 258 7 5 9");
+  EXPECT_EQ(reported(completions[0], "stop ids"), "258 7 5 9");
+}
+
+TEST(TrainSamples, TheSamplerGetsThePromptAsTextBesideItsIds) {
+  const std::string dir = tiny_run_dir("train_samples_prompt_text");
+  CommandResult r = run_host(flags(dir, dir + "/model") + fixture_sampler("{}"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto completions = read_jsonl(dir + "/out/completions.jsonl");
+  ASSERT_FALSE(completions.empty());
+  const std::string text = completions[0]["completion"];
+  EXPECT_NE(text.find("prompt: <|im_start|>user\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("+1=?<|im_end|>\n<|im_start|>assistant\n"), std::string::npos) << text;
+}
+
+TEST(TrainSamples, LoraWeightsAreMarkedMergedOnEverySync) {
+  const std::string dir = tiny_run_dir("train_samples_lora_flags");
+  std::string args = flags(dir, dir + "/model") + fixture_sampler("{}");
+  args.replace(args.find("--train_type full"), 17, "--train_type lora");
+  args.replace(args.find("--max_steps 1"), 13, "--max_steps 2");
+  CommandResult r = run_host(args);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto completions = read_jsonl(dir + "/out/completions.jsonl");
+  ASSERT_EQ(completions.size(), 8u);
+  // Step 1 samples after the weights given at start, step 2 after the first sync:
+  // GRPO_WEIGHTS_LAST_BUCKET | GRPO_WEIGHTS_MERGED_LORA both times.
+  EXPECT_EQ(reported(completions[0], "weights"), "6");
+  EXPECT_EQ(reported(completions[4], "weights"), "6");
+}
+
+TEST(TrainSamples, ASamplerBuiltAgainstTheSdk10HeadersTrains) {
+  const std::string dir = tiny_run_dir("train_samples_sdk_1_0");
+  CommandResult r = run_host(flags(dir, dir + "/model") + fixture_sampler(R"({"abort_every": 2})", FIXTURE_SAMPLER_V1_0));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto completions = read_jsonl(dir + "/out/completions.jsonl");
+  ASSERT_EQ(completions.size(), 4u);
+  for (size_t k = 0; k < 4; ++k)
+    EXPECT_EQ(completions[k]["finish_reason"], k % 2 == 0 ? "abort" : "stop") << completions[k];
+  EXPECT_EQ(reported(completions[0], "stop ids"), "258");
 }
 
 TEST(TrainSamples, SampledIdsThatAreNoTokenDecodeToNothingAndAreCounted) {

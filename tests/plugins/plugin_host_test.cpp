@@ -1,4 +1,6 @@
 // The host loading real plugin libraries, including every broken variant.
+#include <unistd.h>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -53,6 +55,32 @@ std::unique_ptr<RewardFunction> make(const std::string& file, const std::string&
 }
 
 }  // namespace
+
+TEST(PluginHost, APluginBuiltAgainstTheSdk10HeadersLoadsAndScores) {
+  PluginRegistry reg = only({FIXTURE_V1_0});
+  const ResolvedPlugin plugin = reg.require("fixture_v1_0", GRPO_REWARD_INTERFACE);
+  EXPECT_EQ(plugin.info.sdk_version, "1.0.0");
+  auto fn = make(FIXTURE_V1_0, "fixture_v1_0");
+  std::vector<double> r = fn->score(inputs({"a", "bb", "ccc"}), {});
+  EXPECT_EQ(r, (std::vector<double>{1, 2, 3}));
+  EXPECT_EQ(fn->failures(), 0);
+}
+
+TEST(PluginHost, DeinitRunsOnlyAfterASuccessfulInit) {
+  const fs::path mark = fs::temp_directory_path() / ("grpo_deinit_mark_" + std::to_string(::getpid()));
+  fs::remove(mark);
+  ::setenv("GRPO_FIXTURE_DEINIT_MARK", mark.c_str(), 1);
+  { PluginRegistry reg = only({FIXTURE_OK}); }
+  std::ifstream in(mark);
+  std::string name;
+  std::getline(in, name);
+  EXPECT_EQ(name, "fixture") << "deinit() after a successful init() and the last object";
+  fs::remove(mark);
+  std::string msg = error_of([] { only({FIXTURE_INIT_FAILS}); });
+  ::unsetenv("GRPO_FIXTURE_DEINIT_MARK");
+  EXPECT_NE(msg.find("failed to initialise: fixture refuses to initialise"), std::string::npos) << msg;
+  EXPECT_FALSE(fs::exists(mark)) << "deinit() without a successful init()";
+}
 
 TEST(PluginHost, LoadsAWellFormedPluginAndScores) {
   auto fn = make(FIXTURE_OK, "fixture");

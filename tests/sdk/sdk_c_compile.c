@@ -17,7 +17,7 @@ static const void* factory(const char* name, const char* id) {
 }
 
 int main(void) {
-  grpo_entry entry = {sizeof(grpo_entry), GRPO_SDK_VERSION_INIT, NULL, NULL, count, get, factory};
+  grpo_entry entry = {GRPO_ENTRY_STRUCT_SIZE, GRPO_SDK_VERSION_INIT, NULL, NULL, count, get, factory};
   grpo_reward_sample sample = {0};
   grpo_reward_batch batch = {0};
   grpo_sampler_api sampler = {0};

@@ -182,7 +182,7 @@ grpo_status generate(grpo_sampler_instance* self, const grpo_generate_request* r
         ids.resize(cut.length);
         const std::string text = s->tokenizer->decode_sampled(ids, /*skip_special_tokens=*/true);
         grpo_completion c{};
-        c.struct_size = sizeof(grpo_completion);
+        c.struct_size = GRPO_COMPLETION_STRUCT_SIZE;
         c.request_id = r.request_id;
         c.index = k;
         c.ids = ids.data();
@@ -238,7 +238,7 @@ grpo_status load_weights(grpo_sampler_instance* self, const grpo_named_tensor* t
 
 void destroy(grpo_sampler_instance* self) { delete reinterpret_cast<ExternalSampler*>(self); }
 
-const grpo_sampler_api kApi = {sizeof(grpo_sampler_api), 0u, &create, &generate, &load_weights,
+const grpo_sampler_api kApi = {GRPO_SAMPLER_API_STRUCT_SIZE, 0u, &create, &generate, &load_weights,
                                nullptr, nullptr, &destroy};
 
 const char* kOptions = R"json([

@@ -75,7 +75,7 @@ grpo_status generate(grpo_sampler_instance* self, const grpo_generate_request* r
     for (const grpo::model::Completion& c : s->engine->generate(reqs, sp)) {
       std::string text = s->tokenizer->decode_sampled(c.ids, /*skip_special_tokens=*/true);
       grpo_completion out{};
-      out.struct_size = sizeof(grpo_completion);
+      out.struct_size = GRPO_COMPLETION_STRUCT_SIZE;
       out.request_id = ids[c.request];
       out.index = static_cast<uint32_t>(c.index);
       out.ids = c.ids.data();
@@ -112,7 +112,7 @@ grpo_status load_weights(grpo_sampler_instance* self, const grpo_named_tensor* t
 
 void destroy(grpo_sampler_instance* self) { delete reinterpret_cast<NativeSampler*>(self); }
 
-const grpo_sampler_api kApi = {sizeof(grpo_sampler_api), GRPO_SAMPLER_IN_PROCESS, &create, &generate, &load_weights,
+const grpo_sampler_api kApi = {GRPO_SAMPLER_API_STRUCT_SIZE, GRPO_SAMPLER_IN_PROCESS, &create, &generate, &load_weights,
                                nullptr, nullptr, &destroy};
 
 const char* kOptions = R"json([

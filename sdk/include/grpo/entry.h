@@ -6,6 +6,7 @@
 
 #include "grpo/host.h"
 #include "grpo/status.h"
+#include "grpo/threading.h"
 #include "grpo/version.h"
 
 #ifdef __cplusplus
@@ -26,7 +27,7 @@ extern "C" {
 typedef struct grpo_plugin_descriptor {
   uint32_t struct_size;
   const char* name;         /* registered name: what reward_funcs / sampler name */
-  const char* interface_id; /* "grpo.reward/1", "grpo.sampler/1", "grpo.multiturn/1" */
+  const char* interface_id; /* "grpo.reward/1", "grpo.sampler/1", ... */
   const char* version;      /* the plugin's own version, e.g. "1.0.0" */
   const char* description;  /* one line for `grpo-host plugins` */
   /* Options as a JSON array of {"name","type","default","help"} objects, or
@@ -34,6 +35,7 @@ typedef struct grpo_plugin_descriptor {
    * host fills each from the run configuration, then from plugin_args. */
   const char* options_json;
 } grpo_plugin_descriptor;
+#define GRPO_PLUGIN_DESCRIPTOR_STRUCT_SIZE GRPO_STRUCT_SIZE(grpo_plugin_descriptor, options_json)
 
 /* The exported entry. The host reads struct_size and abi_version before
  * anything else and refuses a different major version.
@@ -64,9 +66,10 @@ typedef struct grpo_entry {
    * struct_size. Both strings are NUL-terminated and borrowed for the call. */
   const void* (*get_factory)(const char* plugin_name, const char* interface_id);
 } grpo_entry;
+#define GRPO_ENTRY_STRUCT_SIZE GRPO_STRUCT_SIZE(grpo_entry, get_factory)
 
 /* In a plugin written in C:
- *   GRPO_EXPORT const grpo_entry grpo_plugin_entry = {sizeof(grpo_entry), GRPO_SDK_VERSION_INIT, ...};
+ *   GRPO_EXPORT const grpo_entry grpo_plugin_entry = {GRPO_ENTRY_STRUCT_SIZE, GRPO_SDK_VERSION_INIT, ...};
  * The C++ layer (grpo/sdk.hpp) defines it with GRPO_EXPORT_REWARD. */
 
 #ifdef __cplusplus

@@ -3,6 +3,7 @@
 #define GRPO_GRPO_H
 
 #include "grpo/version.h"
+#include "grpo/threading.h"
 #include "grpo/status.h"
 #include "grpo/tensor.h"
 #include "grpo/host.h"

@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "grpo/status.h"
+#include "grpo/threading.h"
 #include "grpo/version.h"
 
 #ifdef __cplusplus
@@ -41,6 +42,7 @@ typedef struct grpo_host_api {
    * The returned string is owned by the host and valid as long as the table. */
   grpo_str (*run_config_json)(void* host_ctx);
 } grpo_host_api;
+#define GRPO_HOST_API_STRUCT_SIZE GRPO_STRUCT_SIZE(grpo_host_api, run_config_json)
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,4 @@
-/* Multi-turn handlers: "grpo.multiturn/1" — tools and environments that answer
+/* Multi-turn handlers: "grpo.multiturn.draft/0" — tools and environments that answer
  * the policy between its turns. */
 #ifndef GRPO_MULTITURN_H
 #define GRPO_MULTITURN_H
@@ -9,12 +9,13 @@
 #include "grpo/host.h"
 #include "grpo/reward.h"
 #include "grpo/status.h"
+#include "grpo/threading.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define GRPO_MULTITURN_INTERFACE "grpo.multiturn/1"
+#define GRPO_MULTITURN_INTERFACE "grpo.multiturn.draft/0"
 
 /* Borrowed for the step() call. */
 typedef struct grpo_turn_input {
@@ -30,6 +31,7 @@ typedef struct grpo_turn_input {
   grpo_str columns_json;
   const grpo_trainer_state* state;
 } grpo_turn_input;
+#define GRPO_TURN_INPUT_STRUCT_SIZE GRPO_STRUCT_SIZE(grpo_turn_input, state)
 
 /* Host-owned output. The plugin appends messages through the callback (the
  * strings are copied by the host before it returns) and sets done.
@@ -43,6 +45,7 @@ typedef struct grpo_turn_output {
   /* [the thread that called step()] */
   void (*append_message)(void* host_ctx, grpo_str role, grpo_str content);
 } grpo_turn_output;
+#define GRPO_TURN_OUTPUT_STRUCT_SIZE GRPO_STRUCT_SIZE(grpo_turn_output, append_message)
 
 typedef struct grpo_multiturn_instance grpo_multiturn_instance; /* opaque, plugin-owned */
 
@@ -64,6 +67,7 @@ typedef struct grpo_multiturn_api {
   /* [main-thread] */
   void (*destroy)(grpo_multiturn_instance* self);
 } grpo_multiturn_api;
+#define GRPO_MULTITURN_API_STRUCT_SIZE GRPO_STRUCT_SIZE(grpo_multiturn_api, destroy)
 
 #ifdef __cplusplus
 }

@@ -7,6 +7,7 @@
 
 #include "grpo/host.h"
 #include "grpo/status.h"
+#include "grpo/threading.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -29,6 +30,7 @@ typedef struct grpo_trainer_state {
   int64_t max_steps;   /* 0 when unknown */
   double epoch;
 } grpo_trainer_state;
+#define GRPO_TRAINER_STATE_STRUCT_SIZE GRPO_STRUCT_SIZE(grpo_trainer_state, epoch)
 
 /* One completion to score. Everything is borrowed for the call. */
 typedef struct grpo_reward_sample {
@@ -44,6 +46,7 @@ typedef struct grpo_reward_sample {
   size_t n_columns;
   grpo_str columns_json;         /* the same columns as one JSON object */
 } grpo_reward_sample;
+#define GRPO_REWARD_SAMPLE_STRUCT_SIZE GRPO_STRUCT_SIZE(grpo_reward_sample, columns_json)
 
 /* Rationale: samples are `sample_stride` bytes apart rather than
  * sizeof(grpo_reward_sample), so a newer host with a larger sample struct
@@ -55,6 +58,7 @@ typedef struct grpo_reward_batch {
   size_t sample_stride;
   const grpo_trainer_state* state;
 } grpo_reward_batch;
+#define GRPO_REWARD_BATCH_STRUCT_SIZE GRPO_STRUCT_SIZE(grpo_reward_batch, state)
 
 static inline const grpo_reward_sample* grpo_reward_batch_sample(const grpo_reward_batch* batch,
                                                                  size_t i) {
@@ -70,6 +74,7 @@ typedef struct grpo_reward_output {
   size_t capacity;
   size_t count;
 } grpo_reward_output;
+#define GRPO_REWARD_OUTPUT_STRUCT_SIZE GRPO_STRUCT_SIZE(grpo_reward_output, count)
 
 typedef struct grpo_reward_instance grpo_reward_instance; /* opaque, plugin-owned */
 
@@ -95,6 +100,7 @@ typedef struct grpo_reward_api {
   /* [main-thread] Frees the instance. */
   void (*destroy)(grpo_reward_instance* self);
 } grpo_reward_api;
+#define GRPO_REWARD_API_STRUCT_SIZE GRPO_STRUCT_SIZE(grpo_reward_api, destroy)
 
 #ifdef __cplusplus
 }

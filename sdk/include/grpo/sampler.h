@@ -7,6 +7,7 @@
 
 #include "grpo/host.h"
 #include "grpo/status.h"
+#include "grpo/threading.h"
 #include "grpo/tensor.h"
 
 #ifdef __cplusplus
@@ -27,6 +28,7 @@ typedef struct grpo_sampling_params {
   size_t n_stop_strings;
   int32_t return_logprobs;   /* 1: fill grpo_completion.logprobs */
 } grpo_sampling_params;
+#define GRPO_SAMPLING_PARAMS_STRUCT_SIZE GRPO_STRUCT_SIZE(grpo_sampling_params, return_logprobs)
 
 /* One prompt, sampled n times. Borrowed for the generate() call. */
 typedef struct grpo_generate_request {
@@ -41,6 +43,7 @@ typedef struct grpo_generate_request {
   const int32_t* stop_ids;      /* token ids that end a completion (eos, ...) */
   size_t n_stop_ids;
 } grpo_generate_request;
+#define GRPO_GENERATE_REQUEST_STRUCT_SIZE GRPO_STRUCT_SIZE(grpo_generate_request, n_stop_ids)
 
 typedef int32_t grpo_finish_reason;
 #define GRPO_FINISH_STOP 0   /* a stop id or stop string */
@@ -58,9 +61,11 @@ typedef struct grpo_completion {
   grpo_str text;           /* decoded text, special tokens removed; may be empty if the sampler does not decode */
   grpo_finish_reason finish_reason;
 } grpo_completion;
+#define GRPO_COMPLETION_STRUCT_SIZE GRPO_STRUCT_SIZE(grpo_completion, finish_reason)
 
-/* [called on the thread that called generate(), or any thread when the
- * sampler says GRPO_SAMPLER_SINK_ANY_THREAD] */
+/* [any-thread] during generate(): the host serialises calls, so a sampler may
+ * call it from its own worker threads (since 1.1; a 1.0 host needed
+ * GRPO_SAMPLER_SINK_ANY_THREAD for that). */
 typedef void (*grpo_completion_sink)(void* sink_ctx, const grpo_completion* completion);
 
 typedef struct grpo_sampler_instance grpo_sampler_instance; /* opaque, plugin-owned */
@@ -70,10 +75,11 @@ typedef struct grpo_sampler_instance grpo_sampler_instance; /* opaque, plugin-ow
                                      no copy (same process and device): valid until the next
                                      load_weights or destroy */
 #define GRPO_WEIGHTS_LAST_BUCKET 2u /* this call completes a full weight update */
-#define GRPO_WEIGHTS_MERGED_LORA 4u /* LoRA adapters already merged into these weights */
+#define GRPO_WEIGHTS_MERGED_LORA 4u /* LoRA adapters already merged into these weights (on every
+                                       call of a LoRA run: the first and each sync) */
 
 /* api flags */
-#define GRPO_SAMPLER_SINK_ANY_THREAD 1u
+#define GRPO_SAMPLER_SINK_ANY_THREAD 1u /* kept for 1.0 plugins; since 1.1 every sink is [any-thread] */
 #define GRPO_SAMPLER_IN_PROCESS 2u /* can take GRPO_WEIGHTS_VIEW tensors zero-copy */
 
 typedef struct grpo_sampler_api {
@@ -97,13 +103,16 @@ typedef struct grpo_sampler_api {
   grpo_status (*load_weights)(grpo_sampler_instance* self, const grpo_named_tensor* tensors,
                               size_t n_tensors, uint32_t flags, grpo_error* err);
 
-  /* Optional (may be NULL): free caches / weights down to `level` and restore them. */
+  /* Optional (may be NULL). [draft] No host calls these yet (sleep_level is
+   * not built); their contract may change in a minor version until one does:
+   * free caches / weights down to `level`, and restore them. */
   grpo_status (*sleep)(grpo_sampler_instance* self, int32_t level, grpo_error* err);
   grpo_status (*wake_up)(grpo_sampler_instance* self, grpo_error* err);
 
   /* [main-thread] */
   void (*destroy)(grpo_sampler_instance* self);
 } grpo_sampler_api;
+#define GRPO_SAMPLER_API_STRUCT_SIZE GRPO_STRUCT_SIZE(grpo_sampler_api, destroy)
 
 #ifdef __cplusplus
 }

@@ -247,7 +247,7 @@ struct RewardThunks {
     delete reinterpret_cast<RewardInstance<T>*>(self);
   }
   static const grpo_reward_api* api() {
-    static const grpo_reward_api table = {sizeof(grpo_reward_api), T::thread_safe ? GRPO_REWARD_THREAD_SAFE : 0u,
+    static const grpo_reward_api table = {GRPO_REWARD_API_STRUCT_SIZE, T::thread_safe ? GRPO_REWARD_THREAD_SAFE : 0u,
                                           &create, &score, &destroy};
     return &table;
   }
@@ -264,7 +264,7 @@ class PluginTable {
  public:
   explicit PluginTable(std::vector<PluginRecord> records) : records_(std::move(records)) {
     for (PluginRecord& r : records_)  // pointers fixed after the vector stops moving
-      r.descriptor = {sizeof(grpo_plugin_descriptor), r.name.c_str(), r.interface_id.c_str(), r.version.c_str(),
+      r.descriptor = {GRPO_PLUGIN_DESCRIPTOR_STRUCT_SIZE, r.name.c_str(), r.interface_id.c_str(), r.version.c_str(),
                       r.description.c_str(), r.options.c_str()};
   }
   uint32_t count() const { return static_cast<uint32_t>(records_.size()); }
@@ -307,7 +307,7 @@ detail::PluginRecord reward() {
   }                                                                                                      \
   }                                                                                                      \
   extern "C" GRPO_EXPORT const grpo_entry grpo_plugin_entry = {                                          \
-      sizeof(grpo_entry), GRPO_SDK_VERSION_INIT, nullptr, nullptr,                                       \
+      GRPO_ENTRY_STRUCT_SIZE, GRPO_SDK_VERSION_INIT, nullptr, nullptr,                                       \
       &grpo_plugin_count_, &grpo_plugin_get_, &grpo_plugin_factory_};
 
 // A library holding one reward class.

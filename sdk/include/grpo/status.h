@@ -35,6 +35,13 @@ typedef struct grpo_error {
   char message[GRPO_ERROR_MESSAGE_SIZE];
 } grpo_error;
 
+/* The struct_size a writer sets: the end of the struct's last field, never
+ * sizeof, whose tail padding would make a field appended later look present
+ * to a newer reader (as PJRT's PJRT_STRUCT_SIZE). Each growable struct has
+ * its own GRPO_<TYPE>_STRUCT_SIZE beside it; use that. Since SDK 1.1. */
+#define GRPO_STRUCT_SIZE(type, last_field) \
+  ((uint32_t)(offsetof(type, last_field) + sizeof(((type*)0)->last_field)))
+
 /* True when the struct `s` (of type `type`) is new enough to carry `field`:
  * the reader of a growable struct uses only what struct_size covers. */
 #define GRPO_HAS_FIELD(s, type, field) \
