@@ -6,6 +6,7 @@
 
 #include "config/config.h"
 #include "model/stop_ids.h"
+#include "plugins/plugin_options.h"
 #include "trainer/settings.h"
 #include "model/engine.h"
 #include "model/threads.h"
@@ -56,6 +57,7 @@ int run_evaluate_command(const std::vector<std::string>& args) {
   plugins::PluginSources sources;
   sources.files = s.rewards.plugins;
   plugins::PluginRegistry registry = plugins::PluginRegistry::discover(sources);
+  plugins::check_plugin_args_sections(s.rewards.plugin_args, s.rewards.funcs, "", registry.all());
   rewards::RewardSet set(registry, s.rewards.funcs, s.rewards.weights, s.run.json, s.rewards.plugin_args,
                          std::make_shared<plugins::MetricsSink>(), s.num_threads);
   rewards::RewardMatrix m = set.score(samples, {});

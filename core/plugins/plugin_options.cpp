@@ -1,45 +1,106 @@
 #include "plugins/plugin_options.h"
 
+#include <algorithm>
+#include <cmath>
+#include <map>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <grpo/sampler.h>
+#include <spdlog/spdlog.h>
 
 #include "plugins/plugin_error.h"
 #include "util/suggest.h"
 
 namespace grpo::plugins {
 
+namespace {
+
+// Whether `value` is of the schema's `type` (unknown types are not checked);
+// "" when it is, else what was expected.
+std::string type_problem(const std::string& type, const nlohmann::json& value) {
+  if (value.is_null()) return "";
+  if (type == "bool" && !value.is_boolean()) return "true or false";
+  if (type == "int" && !(value.is_number_integer() ||
+                         (value.is_number_float() && std::nearbyint(value.get<double>()) == value.get<double>())))
+    return "an integer";
+  if (type == "float" && !value.is_number()) return "a number";
+  if (type == "string" && !value.is_string()) return "a string";
+  return "";
+}
+
+}  // namespace
+
 nlohmann::json resolve_plugin_options(const PluginInfo& plugin, const nlohmann::json& run_config,
-                                      const nlohmann::json& plugin_args) {
+                                      const nlohmann::json& plugin_args, const std::string& section) {
   nlohmann::json schema = nlohmann::json::parse(plugin.options_json, nullptr, /*allow_exceptions=*/false);
   if (!schema.is_array())
     throw PluginError(fmt::format("plugin '{}' ({}) publishes an options schema that is not a JSON array; "
                                   "report this to its author",
                                   plugin.name, plugin.file));
+  const std::string where = section == "sampler_args" ? section : section + "." + plugin.name;
   nlohmann::json options = nlohmann::json::object();
   std::vector<std::string> names;
+  std::map<std::string, std::string> types;
   for (const auto& opt : schema) {
     if (!opt.is_object() || !opt.contains("name") || !opt["name"].is_string()) continue;
     std::string name = opt["name"];
     names.push_back(name);
+    types[name] = opt.value("type", "");
+    // The plugin's default, filled by the host so that every plugin sees the
+    // same complete set (a C plugin need not repeat its defaults); then the
+    // run's flag of that name; then its own section (below).
+    if (opt.contains("default") && !opt["default"].is_null()) options[name] = opt["default"];
     if (run_config.is_object() && run_config.contains(name) && !run_config[name].is_null())
       options[name] = run_config[name];
   }
   if (plugin_args.is_null()) return options;
   if (!plugin_args.is_object())
-    throw PluginError(fmt::format("plugin_args.{} must be a mapping of option names to values", plugin.name));
+    throw PluginError(fmt::format("{} must be a mapping of option names to values", where));
   for (const auto& [key, value] : plugin_args.items()) {
     if (std::find(names.begin(), names.end(), key) == names.end()) {
       std::string hint = util::closest_name(key, names);
       std::string list;
       for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-      throw PluginError(fmt::format("plugin_args.{}.{}: plugin '{}' has no option '{}'{}; its options are: {} "
+      throw PluginError(fmt::format("{}.{}: plugin '{}' has no option '{}'{}; its options are: {} "
                                     "(`grpo-host plugins --describe {}`)",
-                                    plugin.name, key, plugin.name, key,
+                                    where, key, plugin.name, key,
                                     hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint),
                                     list.empty() ? "none" : list, plugin.name));
     }
+    const std::string expected = type_problem(types[key], value);
+    if (!expected.empty())
+      throw PluginError(fmt::format("{}.{}: plugin '{}' takes {} (its option is of type {}), got {}", where, key,
+                                    plugin.name, expected, types[key], value.dump()));
     options[key] = value;
   }
   return options;
+}
+
+void check_plugin_args_sections(const nlohmann::json& plugin_args, const std::vector<std::string>& rewards,
+                                const std::string& sampler, const std::vector<PluginInfo>& known) {
+  if (!plugin_args.is_object()) return;
+  for (const auto& [name, section] : plugin_args.items()) {
+    if (std::find(rewards.begin(), rewards.end(), name) != rewards.end()) continue;
+    const auto found = std::find_if(known.begin(), known.end(), [&](const PluginInfo& p) { return p.name == name; });
+    const bool is_sampler = (!sampler.empty() && name == sampler) ||
+                            (found != known.end() && found->interface_id == GRPO_SAMPLER_INTERFACE);
+    if (is_sampler)
+      throw PluginError(fmt::format("plugin_args.{}: '{}' is a sampler; its options go in --sampler_args "
+                                    "(YAML: sampler_args), e.g. --sampler_args '{}'",
+                                    name, name, nlohmann::json{{"option", "value"}}.dump()));
+    if (found != known.end()) {  // a YAML shared between runs may hold sections for other rewards
+      spdlog::warn("plugin_args.{}: '{}' is not in --reward_funcs, so its options are not used in this run", name,
+                   name);
+      continue;
+    }
+    std::vector<std::string> names = rewards;
+    for (const PluginInfo& p : known) names.push_back(p.name);
+    const std::string hint = util::closest_name(name, names);
+    throw PluginError(fmt::format("plugin_args.{}: no plugin called '{}' is loaded (--reward_funcs: {}){}; "
+                                  "`grpo-host plugins` lists the ones found",
+                                  name, name, fmt::join(rewards, ", "),
+                                  hint.empty() ? "" : fmt::format("; did you mean '{}'?", hint)));
+  }
 }
 
 std::vector<std::string> option_names(const PluginInfo& plugin) {

@@ -11,6 +11,7 @@
 
 #include "config/config.h"
 #include "data/dataset.h"
+#include "plugins/plugin_options.h"
 #include "rewards/reward_set.h"
 #include "score/score_inputs.h"
 
@@ -80,6 +81,7 @@ int run_score_command(const std::vector<std::string>& args) {
   int threads = static_cast<int>(cfg.get_int("num_threads"));
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   auto metrics = std::make_shared<plugins::MetricsSink>();
+  plugins::check_plugin_args_sections(cfg.get_json("plugin_args"), cfg.get_strings("reward_funcs"), "", registry.all());
   rewards::RewardSet set(registry, cfg.get_strings("reward_funcs"), cfg.get_doubles("reward_weights"), cfg.to_json(),
                          cfg.get_json("plugin_args"), metrics, threads);
 
@@ -97,4 +99,5 @@ int run_score_command(const std::vector<std::string>& args) {
   return failures ? 1 : 0;
 }
 
-}  // namespace grpo::score
+}  // namespace grpo::score#include "plugins/plugin_options.h"
+

@@ -106,6 +106,7 @@ GrpoTrainer::GrpoTrainer(GrpoSettings settings)
                  prompts_->dropped());
   max_steps_ = total_steps(b, prompts_->size());
 
+  plugins::check_plugin_args_sections(s_.rewards.plugin_args, s_.rewards.funcs, s_.sampling.sampler, registry_.all());
   plugin_metrics_ = std::make_shared<plugins::MetricsSink>();
   rewards_ = std::make_unique<rewards::RewardSet>(registry_, s_.rewards.funcs, s_.rewards.weights, s_.run.json,
                                                   s_.rewards.plugin_args, plugin_metrics_, s_.num_threads);

@@ -11,6 +11,7 @@
 #include "plugin_paths.h"
 #include "plugins/builtin_plugins.h"
 #include "plugins/plugin_error.h"
+#include "plugins/plugin_options.h"
 #include "plugins/plugin_registry.h"
 #include "plugins/reward_function.h"
 
@@ -80,6 +81,41 @@ TEST(PluginHost, DeinitRunsOnlyAfterASuccessfulInit) {
   ::unsetenv("GRPO_FIXTURE_DEINIT_MARK");
   EXPECT_NE(msg.find("failed to initialise: fixture refuses to initialise"), std::string::npos) << msg;
   EXPECT_FALSE(fs::exists(mark)) << "deinit() without a successful init()";
+}
+
+TEST(PluginOptions, DefaultsAreFilledAndValuesTypeCheckedAgainstTheSchema) {
+  PluginRegistry reg = only({FIXTURE_OK});
+  const PluginInfo& info = reg.require("fixture", GRPO_REWARD_INTERFACE).info;  // one option: scale, float, 1.0
+  EXPECT_EQ(resolve_plugin_options(info, nlohmann::json::object(), nullptr), (nlohmann::json{{"scale", 1.0}}));
+  EXPECT_EQ(resolve_plugin_options(info, {{"scale", 3}}, nullptr)["scale"], 3) << "a flag of the same name";
+  EXPECT_EQ(resolve_plugin_options(info, {{"scale", 3}}, {{"scale", 2.5}})["scale"], 2.5) << "its section wins";
+  std::string msg = error_of([&] { resolve_plugin_options(info, nlohmann::json::object(), {{"scale", "big"}}); });
+  EXPECT_NE(msg.find("plugin_args.fixture.scale: plugin 'fixture' takes a number"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("\"big\""), std::string::npos) << msg;
+  msg = error_of([&] { resolve_plugin_options(info, nlohmann::json::object(), {{"scal", 1}}, "sampler_args"); });
+  EXPECT_NE(msg.find("sampler_args.scal: plugin 'fixture' has no option 'scal' (did you mean 'scale'?)"),
+            std::string::npos)
+      << msg;
+}
+
+TEST(PluginOptions, EverySectionOfPluginArgsNamesALoadedReward) {
+  const std::vector<PluginInfo> known = grpo::testing::builtin_registry().all();
+  const nlohmann::json ok = {{"format", {{"x", 1}}}};
+  EXPECT_NO_THROW(check_plugin_args_sections(ok, {"accuracy", "format"}, "native", known));
+  EXPECT_NO_THROW(check_plugin_args_sections({{"cosine", nlohmann::json::object()}}, {"format"}, "native", known))
+      << "a known reward this run does not use: a warning";
+  std::string msg = error_of(
+      [&] { check_plugin_args_sections({{"native", {{"model", "m"}}}}, {"format"}, "native", known); });
+  EXPECT_NE(msg.find("plugin_args.native: 'native' is a sampler; its options go in --sampler_args"), std::string::npos)
+      << msg;
+  msg = error_of([&] {
+    check_plugin_args_sections({{"external_server", nlohmann::json::object()}}, {"format"}, "native", known);
+  });
+  EXPECT_NE(msg.find("is a sampler"), std::string::npos) << msg;
+  msg = error_of([&] { check_plugin_args_sections({{"acuracy", nlohmann::json::object()}}, {"format"}, "", known); });
+  EXPECT_NE(msg.find("no plugin called 'acuracy' is loaded (--reward_funcs: format); did you mean 'accuracy'?"),
+            std::string::npos)
+      << msg;
 }
 
 TEST(PluginHost, LoadsAWellFormedPluginAndScores) {
