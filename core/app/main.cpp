@@ -10,6 +10,7 @@
 #include "app/model_commands.h"
 #include "app/plugins_command.h"
 #include "config/config.h"
+#include "config/log_level.h"
 #include "score/score_command.h"
 #include "trainer/grpo_trainer.h"
 #include "trainer/sft_trainer.h"
@@ -71,6 +72,7 @@ int main(int argc, char** argv) {
   for (const auto& a : args)
     if (a == "--help" || a == "-h") command = "help";
   try {
+    grpo::config::apply_log_level_from_env();  // --log_level, parsed with each command's flags, wins
     if (command == "help") {
       std::fputs(kUsage, stdout);
       std::fputs("\n", stdout);

@@ -2,6 +2,7 @@
 // YAML is applied first and the command line overrides it key by key.
 
 #include "config/config_internal.h"
+#include "config/log_level.h"
 
 #include <algorithm>
 #include <charconv>
@@ -154,6 +155,7 @@ ParseResult parse(const std::vector<std::string>& args, const ParseOptions& opti
   detail::Problems cross_flag_problems;
   detail::resolve(config, config_usable ? problems : cross_flag_problems);
   problems.throw_if_any();
+  if (config.is_set("log_level")) apply_log_level(config.get_string("log_level"), "--log_level");
   return result;
 }
 

@@ -191,8 +191,7 @@ std::vector<FlagSpec> build_table() {
   add(texts("reward_funcs", json::array(),
             "reward functions: accuracy, format, cosine, repetition, soft_overlong or a plugin's name"));
   add(reals("reward_weights", nullptr, "one weight per reward function, reward models last (unset: all 1.0)"));
-  add(boolean("tolerate_reward_errors", false,
-              "exit 0 even when a reward plugin failed on some batches (they scored NaN, as no opinion)"));
+  add(boolean("tolerate_reward_errors", false, "exit 0 even when a reward plugin failed on some batches"));
   add(texts("reward_model", json::array(), "reward model directories").hint("PATH...")
           .not_built("reward models are not built yet; use a reward plugin (--plugins) meanwhile"));
   add(real("cosine_min_len_value_wrong", -0.5, "cosine reward of a wrong answer at length 0"));
@@ -275,6 +274,8 @@ std::vector<FlagSpec> build_table() {
   add(integer("save_steps", 500, "optimizer steps between checkpoints (null: only at the end)").at_least(1));
   add(integer("save_total_limit", nullptr, "checkpoints kept; the oldest are deleted (unset: all)").at_least(1));
   add(boolean("log_completions", false, "write every completion to completions.jsonl"));
+  add(text("log_level", "info", "trace | debug | info | warn | error (also GRPO_LOG_LEVEL)").hint("LEVEL")
+          .choices({"trace", "debug", "info", "warn", "error"}));
   const std::string python_trackers =
       "is a Python service; grpo-host writes TensorBoard event files (report_to tensorboard) and "
       "logging.jsonl, which other tools can import";

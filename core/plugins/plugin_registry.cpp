@@ -96,6 +96,9 @@ PluginRegistry PluginRegistry::discover(const PluginSources& sources) {
 
 void PluginRegistry::add(const std::shared_ptr<PluginLibrary>& library) {
   libraries_.push_back(library);
+  for (const PluginInfo& info : library->plugins())
+    spdlog::debug("plugin '{}' ({} {}, SDK {}) from {}", info.name, info.interface_id, info.version, info.sdk_version,
+                  info.file);
   for (const PluginInfo& info : library->plugins()) {
     auto key = std::make_pair(info.interface_id, info.name);
     auto it = by_name_.find(key);

@@ -147,6 +147,7 @@ GrpoSettings GrpoSettings::from(const config::Config& cfg) {
   SamplingSettings& sm = s.sampling;
   sm.sampler = r.text("sampler");
   sm.sampler_args = r.json("sampler_args");
+  r.mark_used("log_level");  // applied when the configuration is parsed
   // The configuration resolves these into `sampler` and `sampler_args`.
   for (const char* flag : {"use_vllm", "vllm_mode", "vllm_server_base_url", "vllm_server_host", "vllm_server_port",
                            "vllm_server_timeout", "rlhf_type"})
