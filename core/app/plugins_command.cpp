@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/config.h"
+#include "plugins/conformance.h"
 #include "plugins/plugin_error.h"
 #include "plugins/plugin_registry.h"
 #include "util/suggest.h"
@@ -36,10 +37,32 @@ void describe(const plugins::PluginInfo& p) {
   }
 }
 
+// --check LIB: every conformance check on one library, PASS or FAIL each;
+// exit status 1 when one failed.
+int run_checks(const std::string& file, const nlohmann::json& plugin_args) {
+  const std::vector<plugins::CheckResult> results = plugins::check_plugin_library(file, plugin_args);
+  size_t failed = 0;
+  std::printf("checking %s\n", file.c_str());
+  for (const auto& r : results) {
+    failed += r.passed ? 0 : 1;
+    std::printf("%s  %s%s%s\n", r.passed ? "PASS" : "FAIL", r.name.c_str(), r.detail.empty() ? "" : ": ",
+                r.detail.c_str());
+  }
+  std::printf("%zu of %zu checks passed%s\n", results.size() - failed, results.size(),
+              failed ? "" : ": the plugin conforms");
+  return failed ? 1 : 0;
+}
+
 }  // namespace
 
 int run_plugins_command(const std::vector<std::string>& args) {
-  config::ParseResult parsed = config::parse(args, config::ParseOptions{{"describe"}, 0, /*check_batch_geometry=*/false});
+  config::ParseResult parsed =
+      config::parse(args, config::ParseOptions{{"describe", "check"}, 0, /*check_batch_geometry=*/false});
+  auto check_arg = parsed.extras.find("check");
+  if (check_arg != parsed.extras.end()) {
+    if (check_arg->second.size() != 1) throw config::ConfigError("--check takes one plugin library, e.g. --check libmine.so");
+    return run_checks(check_arg->second[0], parsed.config.get_json("plugin_args"));
+  }
   plugins::PluginSources sources;
   sources.files = parsed.config.get_strings("plugins");
   plugins::PluginRegistry registry = plugins::PluginRegistry::discover(sources);

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "cli/cli_util.h"
+#include "plugin_paths.h"
 
 using namespace grpo::testing;
 
@@ -70,4 +71,21 @@ TEST(HelpCommand, ListsCommandsAndFlagGroups) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* s : {"score", "plugins", "num_generations", "reward_funcs", "cosine_max_len"})
     EXPECT_NE(r.output.find(s), std::string::npos) << s;
+}
+
+TEST(PluginsCheck, PrintsPassOrFailPerCheckAndExitsWithTheVerdict) {
+  CommandResult good = run_host(std::string("plugins --check ") + PLUGIN_DIR + "/libgrpo_format.so");
+  EXPECT_EQ(good.exit_code, 0) << good.output;
+  EXPECT_NE(good.output.find("PASS  format: score 64 completion(s)"), std::string::npos) << good.output;
+  EXPECT_NE(good.output.find("12 of 12 checks passed: the plugin conforms"), std::string::npos) << good.output;
+  CommandResult bad = run_host(std::string("plugins --check ") + FIXTURE_WRONG_COUNT);
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_NE(bad.output.find("FAIL  fixture_wrong_count: score 1 completion(s)"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("PASS  fixture_wrong_count: create with its defaults"), std::string::npos) << bad.output;
+  CommandResult needs = run_host(std::string("plugins --check ") + PLUGIN_DIR + "/libgrpo_soft_overlong.so");
+  EXPECT_EQ(needs.exit_code, 1) << needs.output;
+  EXPECT_NE(needs.output.find("--plugin_args"), std::string::npos) << "says how to give required options";
+  CommandResult given = run_host(std::string("plugins --check ") + PLUGIN_DIR +
+                                 "/libgrpo_soft_overlong.so --plugin_args '{\"soft_overlong\": {\"soft_cache_length\": 8}}'");
+  EXPECT_EQ(given.exit_code, 0) << given.output;
 }

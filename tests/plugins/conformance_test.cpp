@@ -1,16 +1,14 @@
-// One conformance suite run against every plugin library in plugins/.
-#include <cmath>
+// One conformance suite run against every plugin library in plugins/: the
+// checker third parties run (`grpo-host plugins --check`), and an
+// independent look at the exported symbols through binutils' nm.
 #include <cstdio>
 #include <filesystem>
 
-#include <grpo/reward.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "plugin_paths.h"
-#include "plugins/plugin_options.h"
-#include "plugins/plugin_registry.h"
-#include "plugins/reward_function.h"
+#include "plugins/conformance.h"
 
 namespace fs = std::filesystem;
 using namespace grpo::plugins;
@@ -26,62 +24,16 @@ std::vector<std::string> built_in_libraries() {
 }
 
 // Options a plugin cannot do without (the rest have defaults).
-nlohmann::json required_options(const std::string& name) {
-  if (name == "soft_overlong") return {{"soft_cache_length", 64}};
-  return nlohmann::json::object();
-}
-
-std::vector<RewardInput> edge_inputs() {
-  std::vector<RewardInput> v;
-  auto add = [&](std::string text, std::vector<int32_t> ids, bool truncated) {
-    RewardInput in;
-    in.completion = std::move(text);
-    in.completion_ids = std::move(ids);
-    in.ids_known = true;
-    in.is_truncated = truncated;
-    in.columns = RowColumns::from_json({{"solution", "\\boxed{42}"}});
-    v.push_back(std::move(in));
-  };
-  add("", {}, false);
-  add("<think>x</think><answer>\\boxed{42}</answer>", {1, 2, 3}, false);
-  add(std::string(100000, 'a'), std::vector<int32_t>(5000, 7), true);
-  add("\xff\xfe invalid utf-8 \\boxed{", {9}, false);
-  add("日本語のテキスト \\boxed{\\frac{1}{0}}", {4, 4, 4, 4}, false);
-  add(std::string(5000, '{') + "\\boxed{" + std::string(5000, '{'), {1}, false);
-  return v;
-}
+const nlohmann::json kRequired = {{"soft_overlong", {{"soft_cache_length", 64}}}};
 
 class Conformance : public ::testing::TestWithParam<std::string> {};
 
 }  // namespace
 
-TEST_P(Conformance, DescriptorsOptionsAndScoringFollowTheContract) {
-  PluginSources s;
-  s.files = {GetParam()};
-  s.use_env = false;
-  s.use_builtin = false;
-  PluginRegistry reg = PluginRegistry::discover(s);
-  ASSERT_FALSE(reg.all().empty()) << GetParam() << " lists no plugin";
-  for (const PluginInfo& info : reg.all()) {
-    SCOPED_TRACE(info.name);
-    EXPECT_FALSE(info.version.empty());
-    EXPECT_FALSE(info.description.empty());
-    nlohmann::json schema = nlohmann::json::parse(info.options_json);
-    ASSERT_TRUE(schema.is_array());
-    for (const auto& o : schema) {
-      EXPECT_TRUE(o.contains("name") && o["name"].is_string());
-      EXPECT_TRUE(o.contains("type") && o.contains("default") && o.contains("help"));
-    }
-    if (info.interface_id != GRPO_REWARD_INTERFACE) continue;
-    nlohmann::json options = resolve_plugin_options(info, nlohmann::json::object(), required_options(info.name));
-    auto fn = RewardFunction::create(reg.require(info.name, GRPO_REWARD_INTERFACE), options, nullptr, "{}", 2);
-    EXPECT_TRUE(fn->score({}, {}).empty());
-    auto in = edge_inputs();
-    std::vector<double> r = fn->score(in, {});
-    ASSERT_EQ(r.size(), in.size());
-    EXPECT_EQ(fn->failures(), 0) << "a built-in reward must not fail on odd completions";
-    for (double x : r) EXPECT_TRUE(std::isfinite(x) || std::isnan(x));
-  }
+TEST_P(Conformance, PassesEveryCheckOfTheChecker) {
+  const std::vector<CheckResult> results = check_plugin_library(GetParam(), kRequired);
+  ASSERT_GE(results.size(), 6u);
+  for (const auto& r : results) EXPECT_TRUE(r.passed) << r.name << ": " << r.detail;
 }
 
 TEST_P(Conformance, ExportsOnlyTheEntrySymbol) {
@@ -99,7 +51,30 @@ TEST_P(Conformance, ExportsOnlyTheEntrySymbol) {
   ::pclose(p);
   ASSERT_EQ(exported.size(), 1u) << "first extra symbol: " << (exported.size() > 1 ? exported[1] : "");
   EXPECT_EQ(exported[0], "grpo_plugin_entry\n");
+  EXPECT_EQ(exported_symbols(GetParam()), (std::vector<std::string>{"grpo_plugin_entry"})) << "the checker agrees";
 }
 
 INSTANTIATE_TEST_SUITE_P(BuiltIn, Conformance, ::testing::ValuesIn(built_in_libraries()),
                          [](const auto& info) { return fs::path(info.param).stem().string(); });
+
+TEST(Checker, FailsEachBrokenFixtureOnItsOwnFault) {
+  auto failed = [](const std::string& file) {
+    std::vector<std::string> names;
+    for (const auto& r : check_plugin_library(file, nlohmann::json::object()))
+      if (!r.passed) names.push_back(r.name);
+    return names;
+  };
+  EXPECT_TRUE(failed(FIXTURE_OK).empty());
+  EXPECT_TRUE(failed(FIXTURE_V1_0).empty()) << "a 1.0 plugin conforms";
+  std::vector<std::string> no_entry = failed(FIXTURE_NO_ENTRY);
+  ASSERT_EQ(no_entry.size(), 1u);
+  EXPECT_EQ(no_entry[0].rfind("loads", 0), 0u);
+  std::vector<std::string> wrong_count = failed(FIXTURE_WRONG_COUNT);
+  EXPECT_EQ(wrong_count.size(), 4u);  // score of 1, of 64, of the edge cases, and the concurrent calls
+  EXPECT_EQ(failed(FIXTURE_SCORE_THROWS).size(), 4u);
+  std::vector<std::string> create = failed(FIXTURE_CREATE_FAILS);
+  ASSERT_EQ(create.size(), 1u);
+  EXPECT_NE(create[0].find("create"), std::string::npos);
+  std::vector<std::string> inf = failed(FIXTURE_RETURNS_INF);
+  EXPECT_TRUE(inf.empty()) << "infinite values become NaN in the host: " << inf.size();
+}
