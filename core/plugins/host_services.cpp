@@ -1,5 +1,10 @@
 #include "plugins/host_services.h"
 
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 namespace grpo::plugins {
@@ -19,14 +24,23 @@ std::map<std::string, double> MetricsSink::drain() {
   return out;
 }
 
-HostServices::HostServices(std::string plugin_name, std::shared_ptr<MetricsSink> metrics, std::string run_config_json)
-    : plugin_name_(std::move(plugin_name)), metrics_(std::move(metrics)), run_config_json_(std::move(run_config_json)) {
+HostServices::HostServices(std::string plugin_name, std::shared_ptr<MetricsSink> metrics, std::string run_config_json,
+                           TextServices text)
+    : plugin_name_(std::move(plugin_name)),
+      metrics_(std::move(metrics)),
+      run_config_json_(std::move(run_config_json)),
+      text_(text) {
   api_.struct_size = GRPO_HOST_API_STRUCT_SIZE;
   api_.host_version = GRPO_SDK_VERSION_INIT;
   api_.host_ctx = this;
   api_.log = &HostServices::log;
   api_.log_metric = &HostServices::log_metric;
   api_.run_config_json = &HostServices::run_config;
+  if (text_.tokenizer) {
+    api_.tokenize = &HostServices::tokenize;
+    api_.detokenize = &HostServices::detokenize;
+    api_.render_chat = &HostServices::render_chat;
+  }
 }
 
 void HostServices::log(void* ctx, grpo_log_level level, grpo_str message) {
@@ -51,6 +65,63 @@ void HostServices::log_metric(void* ctx, grpo_str name, double value) {
 grpo_str HostServices::run_config(void* ctx) {
   auto* self = static_cast<HostServices*>(ctx);
   return grpo_str{self->run_config_json_.data(), self->run_config_json_.size()};
+}
+
+namespace {
+
+// The service's answer: its full size always, its bytes when they fit; an
+// exception (malformed input) becomes GRPO_INVALID_ARGUMENT with the message.
+template <class F>
+grpo_status answer(grpo_error* err, F&& body) {
+  try {
+    body();
+    return GRPO_OK;
+  } catch (const std::exception& e) {
+    if (err) {
+      err->code = GRPO_INVALID_ARGUMENT;
+      std::snprintf(err->message, sizeof err->message, "%s", e.what());
+    }
+    return GRPO_INVALID_ARGUMENT;
+  }
+}
+
+void copy_out(const std::string& text, char* out, size_t capacity, size_t* size) {
+  if (size) *size = text.size();
+  if (out && capacity >= text.size()) std::memcpy(out, text.data(), text.size());
+}
+
+std::string_view view_of(grpo_str s) { return s.data ? std::string_view(s.data, s.size) : std::string_view(); }
+
+}  // namespace
+
+grpo_status HostServices::tokenize(void* ctx, grpo_str text, int32_t add_special_tokens, int32_t* ids,
+                                   size_t capacity, size_t* size, grpo_error* err) {
+  auto* self = static_cast<HostServices*>(ctx);
+  return answer(err, [&] {
+    const std::vector<int32_t> out = self->text_.tokenizer->encode(view_of(text), add_special_tokens != 0);
+    if (size) *size = out.size();
+    if (ids && capacity >= out.size()) std::copy(out.begin(), out.end(), ids);
+  });
+}
+
+grpo_status HostServices::detokenize(void* ctx, const int32_t* ids, size_t n_ids, int32_t skip_special_tokens,
+                                     char* text, size_t capacity, size_t* size, grpo_error* err) {
+  auto* self = static_cast<HostServices*>(ctx);
+  return answer(err, [&] {
+    const std::vector<int32_t> in(ids, ids + (ids ? n_ids : 0));
+    copy_out(self->text_.tokenizer->decode_sampled(in, skip_special_tokens != 0), text, capacity, size);
+  });
+}
+
+grpo_status HostServices::render_chat(void* ctx, grpo_str messages_json, int32_t add_generation_prompt, char* text,
+                                      size_t capacity, size_t* size, grpo_error* err) {
+  auto* self = static_cast<HostServices*>(ctx);
+  return answer(err, [&] {
+    const nlohmann::json messages = nlohmann::json::parse(view_of(messages_json));
+    tok::ChatOptions options;
+    options.add_generation_prompt = add_generation_prompt != 0;
+    copy_out(tok::render_chat(self->text_.family, tok::messages_from_json(messages), options), text, capacity, size);
+  });
 }
 
 }  // namespace grpo::plugins

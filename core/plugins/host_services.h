@@ -9,6 +9,9 @@
 
 #include <grpo/host.h>
 
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
 namespace grpo::plugins {
 
 // Metrics that plugins report between two logging steps; averaged on drain.
@@ -24,9 +27,18 @@ class MetricsSink {
 
 // Owns one grpo_host_api table; keep it alive as long as the instance it was
 // given to.
+// The run's tokenizer and chat format, for the tokenize / detokenize /
+// render_chat services; both outlive every plugin instance of the run.
+struct TextServices {
+  const tok::Tokenizer* tokenizer = nullptr;
+  tok::ChatFamily family = tok::ChatFamily::ChatML;
+};
+
 class HostServices {
  public:
-  HostServices(std::string plugin_name, std::shared_ptr<MetricsSink> metrics, std::string run_config_json);
+  // Without `text` (no tokenizer), the text services are NULL in the table.
+  HostServices(std::string plugin_name, std::shared_ptr<MetricsSink> metrics, std::string run_config_json,
+               TextServices text = {});
   HostServices(const HostServices&) = delete;
   HostServices& operator=(const HostServices&) = delete;
   const grpo_host_api* api() const { return &api_; }
@@ -36,10 +48,17 @@ class HostServices {
   static void log(void* ctx, grpo_log_level level, grpo_str message);
   static void log_metric(void* ctx, grpo_str name, double value);
   static grpo_str run_config(void* ctx);
+  static grpo_status tokenize(void* ctx, grpo_str text, int32_t add_special_tokens, int32_t* ids, size_t capacity,
+                              size_t* size, grpo_error* err);
+  static grpo_status detokenize(void* ctx, const int32_t* ids, size_t n_ids, int32_t skip_special_tokens, char* text,
+                                size_t capacity, size_t* size, grpo_error* err);
+  static grpo_status render_chat(void* ctx, grpo_str messages_json, int32_t add_generation_prompt, char* text,
+                                 size_t capacity, size_t* size, grpo_error* err);
 
   std::string plugin_name_;
   std::shared_ptr<MetricsSink> metrics_;
   std::string run_config_json_;
+  TextServices text_;
   grpo_host_api api_{};
 };
 

@@ -45,7 +45,8 @@ std::shared_ptr<const RowColumns> RowColumns::from_json(const nlohmann::json& ro
 
 std::unique_ptr<RewardFunction> RewardFunction::create(const ResolvedPlugin& plugin, const nlohmann::json& options,
                                                        std::shared_ptr<MetricsSink> metrics,
-                                                       const std::string& run_config_json, int num_threads) {
+                                                       const std::string& run_config_json, int num_threads,
+                                                       TextServices text) {
   install_crash_handlers();
   std::unique_ptr<RewardFunction> fn(new RewardFunction());
   fn->plugin_ = plugin;
@@ -62,7 +63,7 @@ std::unique_ptr<RewardFunction> RewardFunction::create(const ResolvedPlugin& plu
                                   "grpo SDK",
                                   plugin.info.name, plugin.info.file));
 
-  fn->services_ = std::make_unique<HostServices>(plugin.info.name, std::move(metrics), run_config_json);
+  fn->services_ = std::make_unique<HostServices>(plugin.info.name, std::move(metrics), run_config_json, text);
   std::string config = options.dump();
   grpo_error err{};
   grpo_reward_instance* instance = nullptr;

@@ -22,7 +22,8 @@ class RewardFunction {
   // PluginError with the plugin's own message when create() fails.
   static std::unique_ptr<RewardFunction> create(const ResolvedPlugin& plugin, const nlohmann::json& options,
                                                 std::shared_ptr<MetricsSink> metrics,
-                                                const std::string& run_config_json, int num_threads);
+                                                const std::string& run_config_json, int num_threads,
+                                                TextServices text = {});
   ~RewardFunction();
   RewardFunction(const RewardFunction&) = delete;
   RewardFunction& operator=(const RewardFunction&) = delete;

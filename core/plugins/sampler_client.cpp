@@ -54,7 +54,7 @@ void sink(void* ctx, const grpo_completion* c) {
 
 std::unique_ptr<SamplerClient> SamplerClient::create(const ResolvedPlugin& plugin, const nlohmann::json& options,
                                                      std::shared_ptr<MetricsSink> metrics,
-                                                     const std::string& run_config_json) {
+                                                     const std::string& run_config_json, TextServices text) {
   install_crash_handlers();
   std::unique_ptr<SamplerClient> c(new SamplerClient());
   c->plugin_ = plugin;
@@ -66,7 +66,7 @@ std::unique_ptr<SamplerClient> SamplerClient::create(const ResolvedPlugin& plugi
   if (!c->api_.create || !c->api_.generate || !c->api_.load_weights || !c->api_.destroy)
     throw PluginError(fmt::format("sampler plugin '{}' ({}) lacks create, generate, load_weights or destroy",
                                   plugin.info.name, plugin.info.file));
-  c->services_ = std::make_unique<HostServices>(plugin.info.name, std::move(metrics), run_config_json);
+  c->services_ = std::make_unique<HostServices>(plugin.info.name, std::move(metrics), run_config_json, text);
   std::string config = options.dump();
   grpo_error err{};
   grpo_status status;

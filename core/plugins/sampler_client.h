@@ -37,7 +37,8 @@ class SamplerClient {
  public:
   // Throws PluginError with the plugin's message when create() fails.
   static std::unique_ptr<SamplerClient> create(const ResolvedPlugin& plugin, const nlohmann::json& options,
-                                               std::shared_ptr<MetricsSink> metrics, const std::string& run_config_json);
+                                               std::shared_ptr<MetricsSink> metrics, const std::string& run_config_json,
+                                               TextServices text = {});
   ~SamplerClient();
   SamplerClient(const SamplerClient&) = delete;
   SamplerClient& operator=(const SamplerClient&) = delete;

@@ -108,8 +108,10 @@ GrpoTrainer::GrpoTrainer(GrpoSettings settings)
 
   plugins::check_plugin_args_sections(s_.rewards.plugin_args, s_.rewards.funcs, s_.sampling.sampler, registry_.all());
   plugin_metrics_ = std::make_shared<plugins::MetricsSink>();
+  text_services_ = {&tokenizer_, format.family};
   rewards_ = std::make_unique<rewards::RewardSet>(registry_, s_.rewards.funcs, s_.rewards.weights, s_.run.json,
-                                                  s_.rewards.plugin_args, plugin_metrics_, s_.num_threads);
+                                                  s_.rewards.plugin_args, plugin_metrics_, s_.num_threads,
+                                                  text_services_);
   create_sampler();  // sampler_weights.cpp
 
   // Flags the user set that neither the settings nor a loaded plugin read.

@@ -114,6 +114,7 @@ class GrpoTrainer {
   std::unique_ptr<PromptSource> prompts_, val_prompts_;
   std::unique_ptr<rewards::RewardSet> rewards_;
   std::shared_ptr<plugins::MetricsSink> plugin_metrics_;
+  plugins::TextServices text_services_;  // the run's tokenizer and chat format, for plugins
   std::unique_ptr<RunLog> log_;
   std::unique_ptr<CompletionLog> completion_log_;  // null unless log_completions
   PolicyState policy_;

@@ -32,7 +32,7 @@ void GrpoTrainer::create_sampler() {
                                      {"num_threads", s_.num_threads}};
   rollout_.sampler = plugins::SamplerClient::create(
       sampler, plugins::resolve_plugin_options(sampler.info, run_values, s_.sampling.sampler_args, "sampler_args"), plugin_metrics_,
-      s_.run.json.dump());
+      s_.run.json.dump(), text_services_);
   if (s_.model.lora) {  // the sampler's model has no adapters: it reads W + scaling * B A, merged after each step
     rollout_.merged = model::merged_weight_buffers(policy);
     model::merge_lora_into(policy, rollout_.merged);

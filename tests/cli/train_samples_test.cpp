@@ -22,24 +22,18 @@ std::string flags(const std::string& dir, const std::string& model) {
          "--report_to none --gradient_checkpointing false --output_dir " + dir + "/out ";
 }
 
-std::string fixture_sampler(const std::string& sampler_args, const std::string& library = FIXTURE_SAMPLER) {
-  return "--plugins " + library + " --sampler fixture_sampler --sampler_args '" + sampler_args + "' ";
-}
-
-// Line `key: ...` of the fixture sampler's text.
-std::string reported(const nlohmann::json& completion, const std::string& key) {
-  const std::string text = completion["completion"];
-  const size_t at = text.find(key + ": ");
-  if (at == std::string::npos) return "(no " + key + " in '" + text + "')";
-  const size_t begin = at + key.size() + 2, end = text.find('\n', begin);
-  return text.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+// The fixture sampler, reporting what the host handed over to dir/report.jsonl.
+std::string fixture_sampler(const std::string& dir, nlohmann::json sampler_args = nlohmann::json::object(),
+                            const std::string& library = FIXTURE_SAMPLER) {
+  sampler_args["report"] = dir + "/report.jsonl";
+  return "--plugins " + library + " --sampler fixture_sampler --sampler_args '" + sampler_args.dump() + "' ";
 }
 
 }  // namespace
 
 TEST(TrainSamples, AnAbortedCompletionKeepsItsFinishReasonAndCarriesNoLoss) {
   const std::string dir = tiny_run_dir("train_samples_abort");
-  CommandResult r = run_host(flags(dir, dir + "/model") + fixture_sampler(R"({"abort_every": 2})"));
+  CommandResult r = run_host(flags(dir, dir + "/model") + fixture_sampler(dir, {{"abort_every", 2}}));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   auto completions = read_jsonl(dir + "/out/completions.jsonl");
   ASSERT_EQ(completions.size(), 4u);
@@ -59,50 +53,78 @@ TEST(TrainSamples, StopIdsComeFromTheTokenizerConfigAndGenerationConfig) {
   write_file(model + "/config.json", config.dump());
   write_file(model + "/generation_config.json", R"({"eos_token_id": [5, 7, 9]})");
   const nlohmann::json tokenizer_config = nlohmann::json::parse(read_file(model + "/tokenizer_config.json"));
-  CommandResult r = run_host(flags(dir, model) + fixture_sampler("{}"));
+  CommandResult r = run_host(flags(dir, model) + fixture_sampler(dir));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  auto completions = read_jsonl(dir + "/out/completions.jsonl");
-  ASSERT_FALSE(completions.empty());
+  auto reports = read_jsonl(dir + "/report.jsonl");
+  ASSERT_FALSE(reports.empty());
   // The byte tokenizer's eos is <|im_end|>, id 258; then config.json's, then generation_config.json's new ones.
   ASSERT_EQ(tokenizer_config["eos_token"], "<|im_end|>");
-  EXPECT_EQ(reported(completions[0], "stop ids"), "258 7 5 9");
+  EXPECT_EQ(reports[0]["stop_ids"], nlohmann::json({258, 7, 5, 9}));
 }
 
 TEST(TrainSamples, TheSamplerGetsThePromptAsTextBesideItsIds) {
   const std::string dir = tiny_run_dir("train_samples_prompt_text");
-  CommandResult r = run_host(flags(dir, dir + "/model") + fixture_sampler("{}"));
+  CommandResult r = run_host(flags(dir, dir + "/model") + fixture_sampler(dir));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto reports = read_jsonl(dir + "/report.jsonl");
+  ASSERT_FALSE(reports.empty());
+  const std::string prompt = reports[0]["prompt"];
+  EXPECT_EQ(prompt.rfind("<|im_start|>user\n", 0), 0u) << prompt;
+  EXPECT_NE(prompt.find("+1=?<|im_end|>\n<|im_start|>assistant\n"), std::string::npos) << prompt;
+}
+
+TEST(TrainSamples, RewardsScoreTheSampledIdsNotTheSamplersText) {
+  const std::string dir = tiny_run_dir("train_samples_host_text");
+  CommandResult r = run_host(flags(dir, dir + "/model") + fixture_sampler(dir));  // ids "Hi", text "SAMPLER TEXT"
   ASSERT_EQ(r.exit_code, 0) << r.output;
   auto completions = read_jsonl(dir + "/out/completions.jsonl");
-  ASSERT_FALSE(completions.empty());
-  const std::string text = completions[0]["completion"];
-  EXPECT_NE(text.find("prompt: <|im_start|>user\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("+1=?<|im_end|>\n<|im_start|>assistant\n"), std::string::npos) << text;
+  ASSERT_EQ(completions.size(), 4u);
+  for (const auto& c : completions) EXPECT_EQ(c["completion"], "Hi") << c;
+}
+
+TEST(TrainSamples, RewardsUseTheRunsTokenizerAndChatTemplateThroughTheHost) {
+  const std::string dir = tiny_run_dir("train_samples_text_services");
+  std::string args = flags(dir, dir + "/model") + fixture_sampler(dir);
+  args.replace(args.find("--reward_funcs format"), 21, "--reward_funcs fixture_text");
+  args.replace(args.find(FIXTURE_SAMPLER), std::string(FIXTURE_SAMPLER).size(),
+               std::string(FIXTURE_SAMPLER) + " " + FIXTURE_HOST_TEXT);
+  CommandResult r = run_host(args);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto completions = read_jsonl(dir + "/out/completions.jsonl");
+  ASSERT_EQ(completions.size(), 4u);
+  // "Hi" is two byte tokens, and detokenize gives it back.
+  for (const auto& c : completions) EXPECT_EQ(c["rewards"]["fixture_text"], 2.0) << c;
+  auto log = read_jsonl(dir + "/out/logging.jsonl");
+  ASSERT_EQ(log.size(), 1u);
+  // <|im_start|>user\nx<|im_end|>\n<|im_start|>assistant\n
+  EXPECT_EQ(log[0]["fixture_text/rendered_chars"], 51.0) << log[0];
 }
 
 TEST(TrainSamples, LoraWeightsAreMarkedMergedOnEverySync) {
   const std::string dir = tiny_run_dir("train_samples_lora_flags");
-  std::string args = flags(dir, dir + "/model") + fixture_sampler("{}");
+  std::string args = flags(dir, dir + "/model") + fixture_sampler(dir);
   args.replace(args.find("--train_type full"), 17, "--train_type lora");
   args.replace(args.find("--max_steps 1"), 13, "--max_steps 2");
   CommandResult r = run_host(args);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  auto completions = read_jsonl(dir + "/out/completions.jsonl");
-  ASSERT_EQ(completions.size(), 8u);
+  auto reports = read_jsonl(dir + "/report.jsonl");
+  ASSERT_EQ(reports.size(), 2u);  // one prompt per step
   // Step 1 samples after the weights given at start, step 2 after the first sync:
   // GRPO_WEIGHTS_LAST_BUCKET | GRPO_WEIGHTS_MERGED_LORA both times.
-  EXPECT_EQ(reported(completions[0], "weights"), "6");
-  EXPECT_EQ(reported(completions[4], "weights"), "6");
+  EXPECT_EQ(reports[0]["weights"], 6);
+  EXPECT_EQ(reports[1]["weights"], 6);
 }
 
 TEST(TrainSamples, ASamplerBuiltAgainstTheSdk10HeadersTrains) {
   const std::string dir = tiny_run_dir("train_samples_sdk_1_0");
-  CommandResult r = run_host(flags(dir, dir + "/model") + fixture_sampler(R"({"abort_every": 2})", FIXTURE_SAMPLER_V1_0));
+  CommandResult r =
+      run_host(flags(dir, dir + "/model") + fixture_sampler(dir, {{"abort_every", 2}}, FIXTURE_SAMPLER_V1_0));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   auto completions = read_jsonl(dir + "/out/completions.jsonl");
   ASSERT_EQ(completions.size(), 4u);
   for (size_t k = 0; k < 4; ++k)
     EXPECT_EQ(completions[k]["finish_reason"], k % 2 == 0 ? "abort" : "stop") << completions[k];
-  EXPECT_EQ(reported(completions[0], "stop ids"), "258");
+  EXPECT_EQ(read_jsonl(dir + "/report.jsonl").at(0)["stop_ids"], nlohmann::json({258}));
 }
 
 TEST(TrainSamples, SampledIdsThatAreNoTokenDecodeToNothingAndAreCounted) {

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include <grpo/reward.h>
+#include <grpo/sdk.hpp>
 #include <gtest/gtest.h>
 
 #include "plugin_paths.h"
@@ -14,6 +15,7 @@
 #include "plugins/plugin_options.h"
 #include "plugins/plugin_registry.h"
 #include "plugins/reward_function.h"
+#include "tokenizer/byte_tokenizer.h"
 
 namespace fs = std::filesystem;
 using namespace grpo::plugins;
@@ -285,4 +287,24 @@ TEST(PluginHost, BuiltInDirectoryHoldsTheFiveRewards) {
   PluginRegistry reg = grpo::testing::builtin_registry();
   for (const char* name : {"accuracy", "format", "cosine", "repetition", "soft_overlong"})
     EXPECT_NO_THROW(reg.require(name, GRPO_REWARD_INTERFACE)) << name;
+}
+
+TEST(HostServices, TheSdkHostGivesTheRunsTokenizerAndChatTemplate) {
+  const fs::path dir = fs::temp_directory_path() / ("grpo_host_text_" + std::to_string(::getpid()));
+  grpo::tok::write_byte_level_tokenizer(dir.string());
+  const grpo::tok::Tokenizer tokenizer = grpo::tok::Tokenizer::from_dir(dir.string());
+  HostServices services("test", nullptr, "{}", TextServices{&tokenizer, grpo::tok::ChatFamily::ChatML});
+  const grpo::Host host(services.api());
+  ASSERT_TRUE(host.has_text());
+  EXPECT_EQ(host.tokenize("Hi"), (std::vector<int32_t>{72, 105}));
+  EXPECT_EQ(host.detokenize({72, 105, 258}), "Hi") << "special tokens skipped by default";
+  EXPECT_EQ(host.detokenize({72, 105, 258}, false), "Hi<|im_end|>");
+  EXPECT_EQ(host.detokenize({72, 300}), "H") << "an id past the vocabulary decodes to nothing";
+  EXPECT_EQ(host.render_chat(R"([{"role": "user", "content": "x"}])"),
+            "<|im_start|>user\nx<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_THROW(host.render_chat("not json"), grpo::Error);
+  HostServices without("test", nullptr, "{}");
+  EXPECT_FALSE(grpo::Host(without.api()).has_text());
+  EXPECT_THROW(grpo::Host(without.api()).tokenize("x"), grpo::Error);
+  fs::remove_all(dir);
 }

@@ -2,6 +2,7 @@
 #ifndef GRPO_HOST_H
 #define GRPO_HOST_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "grpo/status.h"
@@ -41,8 +42,23 @@ typedef struct grpo_host_api {
   /* [any-thread] The run's whole resolved configuration as a JSON object.
    * The returned string is owned by the host and valid as long as the table. */
   grpo_str (*run_config_json)(void* host_ctx);
+
+  /* Since 1.1 — check with GRPO_HAS_FIELD; NULL where the host has no
+   * tokenizer (e.g. `grpo-host score`). The run's own tokenizer and chat
+   * template, so that a plugin sees text and ids exactly as the trainer does.
+   * Each writes into a caller-owned buffer of `capacity` elements and stores
+   * the full size in *size (call with capacity 0 to learn it); it fails only
+   * on malformed input. [any-thread] */
+  grpo_status (*tokenize)(void* host_ctx, grpo_str text, int32_t add_special_tokens, int32_t* ids,
+                          size_t capacity, size_t* size, grpo_error* err);
+  grpo_status (*detokenize)(void* host_ctx, const int32_t* ids, size_t n_ids, int32_t skip_special_tokens,
+                            char* text, size_t capacity, size_t* size, grpo_error* err);
+  /* The chat template applied to a JSON array of {"role", "content"} messages,
+   * followed by the generation prompt when add_generation_prompt is 1. */
+  grpo_status (*render_chat)(void* host_ctx, grpo_str messages_json, int32_t add_generation_prompt, char* text,
+                             size_t capacity, size_t* size, grpo_error* err);
 } grpo_host_api;
-#define GRPO_HOST_API_STRUCT_SIZE GRPO_STRUCT_SIZE(grpo_host_api, run_config_json)
+#define GRPO_HOST_API_STRUCT_SIZE GRPO_STRUCT_SIZE(grpo_host_api, render_chat)
 
 #ifdef __cplusplus
 }

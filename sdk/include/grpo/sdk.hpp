@@ -69,9 +69,53 @@ class Host {
       return view(api_->run_config_json(api_->host_ctx));
     return "{}";
   }
+  // The run's tokenizer and chat template (hosts of SDK 1.1 on that have one;
+  // has_text() says). Each throws grpo::Error with the host's message on
+  // malformed input, and when the host has no tokenizer.
+  bool has_text() const {
+    return api_ && GRPO_HAS_FIELD(api_, grpo_host_api, render_chat) && api_->tokenize && api_->detokenize &&
+           api_->render_chat;
+  }
+  std::vector<int32_t> tokenize(std::string_view text, bool add_special_tokens = false) const {
+    require_text();
+    size_t n = 0;
+    grpo_error err{};
+    check(api_->tokenize(api_->host_ctx, str(text), add_special_tokens, nullptr, 0, &n, &err), err);
+    std::vector<int32_t> ids(n);
+    check(api_->tokenize(api_->host_ctx, str(text), add_special_tokens, ids.data(), ids.size(), &n, &err), err);
+    return ids;
+  }
+  std::string detokenize(const std::vector<int32_t>& ids, bool skip_special_tokens = true) const {
+    require_text();
+    return sized_text([&](char* out, size_t capacity, size_t* size, grpo_error* err) {
+      return api_->detokenize(api_->host_ctx, ids.data(), ids.size(), skip_special_tokens, out, capacity, size, err);
+    });
+  }
+  std::string render_chat(std::string_view messages_json, bool add_generation_prompt = true) const {
+    require_text();
+    return sized_text([&](char* out, size_t capacity, size_t* size, grpo_error* err) {
+      return api_->render_chat(api_->host_ctx, str(messages_json), add_generation_prompt, out, capacity, size, err);
+    });
+  }
+
   const grpo_host_api* api() const { return api_; }
 
  private:
+  void require_text() const {
+    if (!has_text()) throw Error("the host offers no tokenizer here (it is older than SDK 1.1, or runs without a model)");
+  }
+  static void check(grpo_status status, const grpo_error& err) {
+    if (status != GRPO_OK) throw Error(err.message);
+  }
+  template <class Call>
+  static std::string sized_text(Call call) {
+    size_t n = 0;
+    grpo_error err{};
+    check(call(nullptr, 0, &n, &err), err);
+    std::string out(n, '\0');
+    check(call(out.data(), out.size(), &n, &err), err);
+    return out;
+  }
   const grpo_host_api* api_;
 };
 
