@@ -25,17 +25,22 @@ std::map<std::string, double> MetricsSink::drain() {
 }
 
 HostServices::HostServices(std::string plugin_name, std::shared_ptr<MetricsSink> metrics, std::string run_config_json,
-                           TextServices text)
+                           TextServices text, nlohmann::json options)
     : plugin_name_(std::move(plugin_name)),
       metrics_(std::move(metrics)),
       run_config_json_(std::move(run_config_json)),
-      text_(text) {
+      text_(text),
+      options_(std::move(options)) {
   api_.struct_size = GRPO_HOST_API_STRUCT_SIZE;
   api_.host_version = GRPO_SDK_VERSION_INIT;
   api_.host_ctx = this;
   api_.log = &HostServices::log;
   api_.log_metric = &HostServices::log_metric;
   api_.run_config_json = &HostServices::run_config;
+  api_.option_int = &HostServices::option_int;
+  api_.option_double = &HostServices::option_double;
+  api_.option_bool = &HostServices::option_bool;
+  api_.option_string = &HostServices::option_string;
   if (text_.tokenizer) {
     api_.tokenize = &HostServices::tokenize;
     api_.detokenize = &HostServices::detokenize;
@@ -122,6 +127,48 @@ grpo_status HostServices::render_chat(void* ctx, grpo_str messages_json, int32_t
     options.add_generation_prompt = add_generation_prompt != 0;
     copy_out(tok::render_chat(self->text_.family, tok::messages_from_json(messages), options), text, capacity, size);
   });
+}
+
+const nlohmann::json* HostServices::option(grpo_str name) const {
+  if (!options_.is_object()) return nullptr;
+  const auto it = options_.find(std::string(view_of(name)));
+  return it == options_.end() || it->is_null() ? nullptr : &*it;
+}
+
+grpo_status HostServices::option_int(void* ctx, grpo_str name, int64_t* value) {
+  const nlohmann::json* v = static_cast<HostServices*>(ctx)->option(name);
+  if (!v) return GRPO_NOT_FOUND;
+  if (!v->is_number_integer()) return GRPO_INVALID_ARGUMENT;
+  *value = v->get<int64_t>();
+  return GRPO_OK;
+}
+
+grpo_status HostServices::option_double(void* ctx, grpo_str name, double* value) {
+  const nlohmann::json* v = static_cast<HostServices*>(ctx)->option(name);
+  if (!v) return GRPO_NOT_FOUND;
+  if (!v->is_number()) return GRPO_INVALID_ARGUMENT;
+  *value = v->get<double>();
+  return GRPO_OK;
+}
+
+grpo_status HostServices::option_bool(void* ctx, grpo_str name, int32_t* value) {
+  const nlohmann::json* v = static_cast<HostServices*>(ctx)->option(name);
+  if (!v) return GRPO_NOT_FOUND;
+  if (!v->is_boolean()) return GRPO_INVALID_ARGUMENT;
+  *value = v->get<bool>() ? 1 : 0;
+  return GRPO_OK;
+}
+
+grpo_status HostServices::option_string(void* ctx, grpo_str name, grpo_str* value) {
+  auto* self = static_cast<HostServices*>(ctx);
+  const nlohmann::json* v = self->option(name);
+  if (!v) return GRPO_NOT_FOUND;
+  if (!v->is_string()) return GRPO_INVALID_ARGUMENT;
+  std::lock_guard<std::mutex> lock(self->option_mu_);
+  // Options never change, so the first copy stays valid for every later call.
+  const std::string& kept = self->option_strings_.try_emplace(std::string(view_of(name)), v->get<std::string>()).first->second;
+  *value = grpo_str{kept.data(), kept.size()};
+  return GRPO_OK;
 }
 
 }  // namespace grpo::plugins

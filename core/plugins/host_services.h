@@ -8,6 +8,7 @@
 #include <string>
 
 #include <grpo/host.h>
+#include <nlohmann/json.hpp>
 
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -37,8 +38,9 @@ struct TextServices {
 class HostServices {
  public:
   // Without `text` (no tokenizer), the text services are NULL in the table.
+  // `options`: the instance's resolved options, served by option_*.
   HostServices(std::string plugin_name, std::shared_ptr<MetricsSink> metrics, std::string run_config_json,
-               TextServices text = {});
+               TextServices text = {}, nlohmann::json options = nlohmann::json::object());
   HostServices(const HostServices&) = delete;
   HostServices& operator=(const HostServices&) = delete;
   const grpo_host_api* api() const { return &api_; }
@@ -54,11 +56,19 @@ class HostServices {
                                 size_t capacity, size_t* size, grpo_error* err);
   static grpo_status render_chat(void* ctx, grpo_str messages_json, int32_t add_generation_prompt, char* text,
                                  size_t capacity, size_t* size, grpo_error* err);
+  const nlohmann::json* option(grpo_str name) const;  // null when absent or null
+  static grpo_status option_int(void* ctx, grpo_str name, int64_t* value);
+  static grpo_status option_double(void* ctx, grpo_str name, double* value);
+  static grpo_status option_bool(void* ctx, grpo_str name, int32_t* value);
+  static grpo_status option_string(void* ctx, grpo_str name, grpo_str* value);
 
   std::string plugin_name_;
   std::shared_ptr<MetricsSink> metrics_;
   std::string run_config_json_;
   TextServices text_;
+  nlohmann::json options_;
+  std::map<std::string, std::string> option_strings_;  // what option_string hands out, kept alive
+  std::mutex option_mu_;
   grpo_host_api api_{};
 };
 

@@ -63,7 +63,7 @@ std::unique_ptr<RewardFunction> RewardFunction::create(const ResolvedPlugin& plu
                                   "grpo SDK",
                                   plugin.info.name, plugin.info.file));
 
-  fn->services_ = std::make_unique<HostServices>(plugin.info.name, std::move(metrics), run_config_json, text);
+  fn->services_ = std::make_unique<HostServices>(plugin.info.name, std::move(metrics), run_config_json, text, options);
   std::string config = options.dump();
   grpo_error err{};
   grpo_reward_instance* instance = nullptr;

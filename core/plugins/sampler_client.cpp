@@ -66,7 +66,7 @@ std::unique_ptr<SamplerClient> SamplerClient::create(const ResolvedPlugin& plugi
   if (!c->api_.create || !c->api_.generate || !c->api_.load_weights || !c->api_.destroy)
     throw PluginError(fmt::format("sampler plugin '{}' ({}) lacks create, generate, load_weights or destroy",
                                   plugin.info.name, plugin.info.file));
-  c->services_ = std::make_unique<HostServices>(plugin.info.name, std::move(metrics), run_config_json, text);
+  c->services_ = std::make_unique<HostServices>(plugin.info.name, std::move(metrics), run_config_json, text, options);
   std::string config = options.dump();
   grpo_error err{};
   grpo_status status;

@@ -29,3 +29,35 @@ if(NOT first MATCHES "\"length_reward\":1.0" OR NOT second MATCHES "\"length_rew
   message(FATAL_ERROR "unexpected rewards:\n${first}\n${second}")
 endif()
 message(STATUS "out-of-tree length_reward built against the installed SDK and scored: ${first}")
+
+# The C reward, its option read through the host's typed getters.
+run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/sdk/examples/c_reward -B ${work}/c_build -G ${GENERATOR}
+    -DCMAKE_PREFIX_PATH=${work}/prefix -DCMAKE_BUILD_TYPE=Release)
+run(${CMAKE_COMMAND} --build ${work}/c_build)
+file(WRITE ${work}/c2.jsonl "{\"completion\": \"the answer is 4\"}\n{\"completion\": \"no idea\"}\n")
+run(${HOST} score --plugins ${work}/c_build/libc_reward.so --reward_funcs keyword_reward
+    --plugin_args "{\"keyword_reward\": {\"keyword\": \"idea\"}}"
+    --dataset ${work}/rows.jsonl --completions ${work}/c2.jsonl --output ${work}/c_rewards.jsonl)
+file(STRINGS ${work}/c_rewards.jsonl lines)
+list(GET lines 0 first)
+list(GET lines 1 second)
+if(NOT first MATCHES "\"keyword_reward\":0.0" OR NOT second MATCHES "\"keyword_reward\":1.0")
+  message(FATAL_ERROR "unexpected rewards of the C example:\n${first}\n${second}")
+endif()
+run(${HOST} plugins --check ${work}/c_build/libc_reward.so)
+
+# The sampler, trained against for one step.
+run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/sdk/examples/repeat_sampler -B ${work}/s_build -G ${GENERATOR}
+    -DCMAKE_PREFIX_PATH=${work}/prefix -DCMAKE_BUILD_TYPE=Release)
+run(${CMAKE_COMMAND} --build ${work}/s_build)
+run(${HOST} init-model --arch qwen2 --preset tiny --out ${work}/model --seed 1)
+run(${HOST} train --model ${work}/model --dataset ${work}/rows.jsonl --train_type full --reward_funcs format
+    --plugins ${work}/s_build/librepeat_sampler.so --sampler repeat_sampler --sampler_args "{\"repeat\": 2}"
+    --num_generations 2 --per_device_train_batch_size 2 --max_steps 1 --max_completion_length 8
+    --log_completions true --report_to none --output_dir ${work}/out)
+file(STRINGS ${work}/out/completions.jsonl lines)
+list(GET lines 0 first)
+if(NOT first MATCHES "\"completion_tokens\":2")
+  message(FATAL_ERROR "unexpected completion of the example sampler:\n${first}")
+endif()
+message(STATUS "out-of-tree c_reward and repeat_sampler built against the installed SDK and used")

@@ -57,8 +57,19 @@ typedef struct grpo_host_api {
    * followed by the generation prompt when add_generation_prompt is 1. */
   grpo_status (*render_chat)(void* host_ctx, grpo_str messages_json, int32_t add_generation_prompt, char* text,
                              size_t capacity, size_t* size, grpo_error* err);
+
+  /* Since 1.1: this instance's options by name, as the host resolved them
+   * (the schema's defaults filled in, the user's values type-checked), so
+   * that a C plugin needs no JSON parser. GRPO_NOT_FOUND when the option is
+   * absent or null, GRPO_INVALID_ARGUMENT when it holds another type (an int
+   * reads as a double too). A string is owned by the host and valid as long
+   * as the table. [any-thread] */
+  grpo_status (*option_int)(void* host_ctx, grpo_str name, int64_t* value);
+  grpo_status (*option_double)(void* host_ctx, grpo_str name, double* value);
+  grpo_status (*option_bool)(void* host_ctx, grpo_str name, int32_t* value);
+  grpo_status (*option_string)(void* host_ctx, grpo_str name, grpo_str* value);
 } grpo_host_api;
-#define GRPO_HOST_API_STRUCT_SIZE GRPO_STRUCT_SIZE(grpo_host_api, render_chat)
+#define GRPO_HOST_API_STRUCT_SIZE GRPO_STRUCT_SIZE(grpo_host_api, option_string)
 
 #ifdef __cplusplus
 }
