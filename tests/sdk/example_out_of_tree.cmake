@@ -1,5 +1,6 @@
-# Installs the SDK to a temporary prefix, builds sdk/examples/length_reward
-# against it alone, and loads the result with `grpo-host score --plugins`.
+# Installs the SDK to a temporary prefix, builds the examples it ships
+# (share/grpo_sdk/examples: length_reward, c_reward, repeat_sampler) against
+# it alone, and uses each: score, plugins --check, a training step.
 set(work ${BINARY_DIR}/tests/example_out_of_tree)
 file(REMOVE_RECURSE ${work})
 file(MAKE_DIRECTORY ${work})
@@ -13,7 +14,7 @@ function(run)
 endfunction()
 
 run(${CMAKE_COMMAND} --install ${BINARY_DIR} --component sdk --prefix ${work}/prefix)
-run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/sdk/examples/length_reward -B ${work}/build -G ${GENERATOR}
+run(${CMAKE_COMMAND} -S ${work}/prefix/share/grpo_sdk/examples/length_reward -B ${work}/build -G ${GENERATOR}
     -DCMAKE_PREFIX_PATH=${work}/prefix -DCMAKE_BUILD_TYPE=Release)
 run(${CMAKE_COMMAND} --build ${work}/build)
 
@@ -31,7 +32,7 @@ endif()
 message(STATUS "out-of-tree length_reward built against the installed SDK and scored: ${first}")
 
 # The C reward, its option read through the host's typed getters.
-run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/sdk/examples/c_reward -B ${work}/c_build -G ${GENERATOR}
+run(${CMAKE_COMMAND} -S ${work}/prefix/share/grpo_sdk/examples/c_reward -B ${work}/c_build -G ${GENERATOR}
     -DCMAKE_PREFIX_PATH=${work}/prefix -DCMAKE_BUILD_TYPE=Release)
 run(${CMAKE_COMMAND} --build ${work}/c_build)
 file(WRITE ${work}/c2.jsonl "{\"completion\": \"the answer is 4\"}\n{\"completion\": \"no idea\"}\n")
@@ -47,7 +48,7 @@ endif()
 run(${HOST} plugins --check ${work}/c_build/libc_reward.so)
 
 # The sampler, trained against for one step.
-run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/sdk/examples/repeat_sampler -B ${work}/s_build -G ${GENERATOR}
+run(${CMAKE_COMMAND} -S ${work}/prefix/share/grpo_sdk/examples/repeat_sampler -B ${work}/s_build -G ${GENERATOR}
     -DCMAKE_PREFIX_PATH=${work}/prefix -DCMAKE_BUILD_TYPE=Release)
 run(${CMAKE_COMMAND} --build ${work}/s_build)
 run(${HOST} init-model --arch qwen2 --preset tiny --out ${work}/model --seed 1)
