@@ -81,6 +81,19 @@ Measured measure(RewardFunction& fn, const std::vector<RewardInput>& inputs) {
   return m;
 }
 
+// Seconds per score() call on batches of 64, best of `calls` (after a warm-up).
+double seconds_per_batch_of_64(RewardFunction& fn, const std::vector<RewardInput>& inputs, int calls) {
+  const std::vector<RewardInput> batch(inputs.begin(), inputs.begin() + std::min<size_t>(64, inputs.size()));
+  fn.score(batch, {});
+  double best = 1e30;
+  for (int c = 0; c < calls; ++c) {
+    auto t0 = std::chrono::steady_clock::now();
+    fn.score(batch, {});
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -116,6 +129,20 @@ int main(int argc, char** argv) {
       std::printf("%-14s %12.3f %14.0f %14s %8s  (not thread-safe)\n", name, single.mean_reward, single.per_s, "-",
                   "-");
     }
+  }
+  // --plugin_isolation process: the same batches scored in grpo-plugin-worker.
+  std::printf("\n%-14s %14s %14s %10s   (batches of 64, one thread, best of 20)\n", "reward", "in process ms",
+              "isolated ms", "overhead");
+  for (const char* name : {"accuracy", "format", "cosine", "repetition", "soft_overlong"}) {
+    ResolvedPlugin p = registry.require(name, GRPO_REWARD_INTERFACE);
+    nlohmann::json opts =
+        resolve_plugin_options(p.info, {{"max_completion_length", 1024}, {"soft_cache_length", 256}}, nullptr);
+    auto local = RewardFunction::create(p, opts, nullptr, "{}", 1);
+    Isolation isolation;
+    isolation.process = true;
+    auto isolated = RewardFunction::create(p, opts, nullptr, "{}", 1, {}, isolation);
+    const double a = seconds_per_batch_of_64(*local, inputs, 20), b = seconds_per_batch_of_64(*isolated, inputs, 20);
+    std::printf("%-14s %14.3f %14.3f %9.1f%%\n", name, a * 1e3, b * 1e3, (b / a - 1.0) * 100.0);
   }
   return 0;
 }

@@ -218,6 +218,9 @@ std::vector<FlagSpec> build_table() {
   add(text("sampler", "native", "sampler plugin: native (in-process) or external_server (rollout server over HTTP)")
           .hint("NAME").finish(finish_sampler));
   add(mapping("sampler_args", "options of the sampler, e.g. '{\"base_url\": \"http://127.0.0.1:8000\"}'"));
+  add(text("plugin_isolation", "none", "none | process: score each reward plugin in a child process that may crash")
+          .hint("HOW").choices({"none", "process"}));
+  add(real("reward_timeout", 0.0, "isolated rewards: seconds a score() call may take (0: no limit)").at_least(0));
 
   // ---- Sampling backend and memory ----
   group = FlagGroup::Sampling;
@@ -308,15 +311,14 @@ std::vector<FlagSpec> build_table() {
   add(boolean("use_hf", false, "refused").refused(
       "grpo-host downloads nothing: --model and --dataset are local paths; fetch them first (e.g. "
       "`huggingface-cli download Qwen/Qwen2.5-7B-Instruct --local-dir Qwen2.5-7B-Instruct`) and drop --use_hf"));
-  add(text("attn_impl", nullptr, "refused").hint("NAME").refused(
-      "grpo-host picks its attention kernel itself for the device it runs on; drop --attn_impl"));
-  add(boolean("padding_free", false, "refused").refused(
-      "padding_free is a transformers/flash-attn option; grpo-host lays out its batches itself, drop it"));
-  add(boolean("use_liger_kernel", false, "refused").refused(
-      "Liger kernels are Python/Triton; grpo-host already computes log-probs in chunks so no "
-      "[batch, length, vocab] tensor is built, drop it"));
-  add(boolean("load_from_cache_file", false, "refused").refused(
-      "grpo-host keeps no dataset cache between runs (prompts are tokenised at start-up); drop it"));
+  add(text("attn_impl", nullptr, "refused").hint("NAME").refused("grpo-host picks its attention kernel itself for "
+      "the device it runs on; drop --attn_impl"));
+  add(boolean("padding_free", false, "refused").refused("padding_free is a transformers/flash-attn option; grpo-host "
+      "lays out its batches itself, drop it"));
+  add(boolean("use_liger_kernel", false, "refused").refused("Liger kernels are Python/Triton; grpo-host already "
+      "computes log-probs in chunks so no [batch, length, vocab] tensor is built, drop it"));
+  add(boolean("load_from_cache_file", false, "refused").refused("grpo-host keeps no dataset cache between runs "
+      "(prompts are tokenised at start-up); drop it"));
   add(boolean("dataloader_drop_last", true, "refused when false").refused(
       "GRPO always drops an incomplete last generation batch so that every prompt keeps its "
       "num_generations completions; drop this flag"));
@@ -335,10 +337,8 @@ std::vector<FlagSpec> build_table() {
       "drop --vllm_device"));
   add(integer("vllm_max_num_seqs", 256, "refused").refused(
       "the native sampler sizes its batches from vllm_gpu_memory_utilization; drop --vllm_max_num_seqs"));
-  add(boolean("vllm_enforce_eager", false, "refused").refused(
-      "the native sampler has no CUDA-graph capture to turn off; drop --vllm_enforce_eager"));
-  add(text("vllm_limit_mm_per_prompt", nullptr, "refused").refused(
-      "multimodal inputs are not supported by grpo-host; drop this flag"));
+  add(boolean("vllm_enforce_eager", false, "refused").refused("the native sampler has no CUDA-graph capture to turn off; drop --vllm_enforce_eager"));
+  add(text("vllm_limit_mm_per_prompt", nullptr, "refused").refused("multimodal inputs are not supported by grpo-host; drop this flag"));
   add(boolean("use_lmdeploy", false, "refused").refused(
       "LMDeploy is a Python engine (and left ms-swift in 3.5); grpo-host uses its native sampler or a "
       "rollout server, drop --use_lmdeploy"));

@@ -13,6 +13,7 @@
 
 #include "plugins/crash_guard.h"
 #include "plugins/plugin_error.h"
+#include "plugins/reward_worker.h"
 
 namespace grpo::plugins {
 
@@ -46,7 +47,7 @@ std::shared_ptr<const RowColumns> RowColumns::from_json(const nlohmann::json& ro
 std::unique_ptr<RewardFunction> RewardFunction::create(const ResolvedPlugin& plugin, const nlohmann::json& options,
                                                        std::shared_ptr<MetricsSink> metrics,
                                                        const std::string& run_config_json, int num_threads,
-                                                       TextServices text) {
+                                                       TextServices text, const Isolation& isolation) {
   install_crash_handlers();
   std::unique_ptr<RewardFunction> fn(new RewardFunction());
   fn->plugin_ = plugin;
@@ -63,6 +64,11 @@ std::unique_ptr<RewardFunction> RewardFunction::create(const ResolvedPlugin& plu
                                   "grpo SDK",
                                   plugin.info.name, plugin.info.file));
 
+  if (isolation.process) {  // the instance lives in a child process; a crash there costs one batch
+    fn->metrics_ = std::move(metrics);
+    fn->worker_ = std::make_unique<RewardWorker>(plugin.info, options, run_config_json, isolation);
+    return fn;
+  }
   fn->services_ = std::make_unique<HostServices>(plugin.info.name, std::move(metrics), run_config_json, text, options);
   std::string config = options.dump();
   grpo_error err{};
@@ -154,10 +160,52 @@ std::vector<double> RewardFunction::score_samples(const std::vector<Sample>& sam
   return score_rows(rows, state);
 }
 
+std::vector<double> RewardFunction::score_in_worker(const std::vector<Row>& inputs, const TrainerState& state,
+                                                    bool* failed) {
+  std::vector<WireSample> samples;
+  for (const Row& in : inputs) {
+    WireSample s;
+    s.messages_json = *in.messages_json;
+    s.completion = *in.completion;
+    s.has_ids = in.ids != nullptr;
+    if (in.ids) s.ids = *in.ids;
+    s.tokens = in.tokens;
+    s.truncated = in.truncated;
+    s.prompt_index = in.prompt_index;
+    if (in.columns) {
+      s.columns_json = in.columns->json;
+      for (const auto& c : in.columns->columns) {
+        s.column_names.push_back(c.name);
+        s.column_json.push_back(c.json);
+        s.column_text.push_back(c.text);
+      }
+    }
+    samples.push_back(std::move(s));
+  }
+  const grpo_trainer_state st{GRPO_TRAINER_STATE_STRUCT_SIZE, state.global_step, state.max_steps, state.epoch};
+  WireReply reply = worker_->score(samples, st);
+  for (const auto& [name, value] : reply.metrics)
+    if (metrics_) metrics_->add(name, value);
+  if (!reply.failed && reply.rewards.size() != inputs.size())
+    reply.failed = true, reply.error = fmt::format("{} rewards for {} completions", reply.rewards.size(), inputs.size());
+  if (reply.failed) {
+    *failed = true;
+    spdlog::error("reward '{}' ({}): {}; its rewards for this batch count as no opinion (NaN) and training goes on",
+                  name(), file(), reply.error);
+    return std::vector<double>(inputs.size(), std::numeric_limits<double>::quiet_NaN());
+  }
+  return reply.rewards;
+}
+
 std::vector<double> RewardFunction::score_rows(const std::vector<Row>& inputs, const TrainerState& state) {
   const size_t n = inputs.size();
   std::vector<double> rewards(n, std::numeric_limits<double>::quiet_NaN());
   if (n == 0) return rewards;
+  bool failed = false;
+  if (worker_) {
+    rewards = score_in_worker(inputs, state, &failed);
+    return finish(rewards, failed);
+  }
 
   std::vector<grpo_reward_sample> samples(n);
   for (size_t i = 0; i < n; ++i) {
@@ -217,7 +265,6 @@ std::vector<double> RewardFunction::score_rows(const std::vector<Row>& inputs, c
     seconds_per_sample_ =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / static_cast<double>(n);
   }
-  bool failed = false;
   for (size_t t = 0; t < threads; ++t) {
     if (ok[t]) continue;
     failed = true;
@@ -226,6 +273,11 @@ std::vector<double> RewardFunction::score_rows(const std::vector<Row>& inputs, c
     size_t begin = n * t / threads, end = n * (t + 1) / threads;
     for (size_t i = begin; i < end; ++i) rewards[i] = std::numeric_limits<double>::quiet_NaN();
   }
+  return finish(rewards, failed);
+}
+
+std::vector<double> RewardFunction::finish(std::vector<double>& rewards, bool failed) {
+  const size_t n = rewards.size();
   if (failed) ++failures_;
   // +-Inf would zero its group's advantages (inf - inf): it is no opinion too.
   size_t nonfinite = 0;

@@ -12,6 +12,7 @@
 #include "plugins/host_services.h"
 #include "plugins/plugin_registry.h"
 #include "plugins/reward_input.h"
+#include "plugins/reward_worker.h"
 #include "plugins/sample.h"
 
 namespace grpo::plugins {
@@ -23,7 +24,7 @@ class RewardFunction {
   static std::unique_ptr<RewardFunction> create(const ResolvedPlugin& plugin, const nlohmann::json& options,
                                                 std::shared_ptr<MetricsSink> metrics,
                                                 const std::string& run_config_json, int num_threads,
-                                                TextServices text = {});
+                                                TextServices text = {}, const Isolation& isolation = {});
   ~RewardFunction();
   RewardFunction(const RewardFunction&) = delete;
   RewardFunction& operator=(const RewardFunction&) = delete;
@@ -47,6 +48,8 @@ class RewardFunction {
   RewardFunction() = default;
   struct Row;
   std::vector<double> score_rows(const std::vector<Row>& rows, const TrainerState& state);
+  std::vector<double> score_in_worker(const std::vector<Row>& rows, const TrainerState& state, bool* failed);
+  std::vector<double> finish(std::vector<double>& rewards, bool failed);  // counts failures, Inf -> NaN
   bool score_range(const std::vector<grpo_reward_sample>& samples, size_t begin, size_t end,
                    const grpo_trainer_state& state, double* out, std::string* error);
 
@@ -57,6 +60,8 @@ class RewardFunction {
   void* instance_ = nullptr;
   int num_threads_ = 1;
   long failures_ = 0, nonfinite_ = 0;
+  std::unique_ptr<RewardWorker> worker_;    // --plugin_isolation process: the instance is there
+  std::shared_ptr<MetricsSink> metrics_;    // where the worker's metrics go
   double seconds_per_sample_ = 0;  // measured on single-threaded calls
 };
 

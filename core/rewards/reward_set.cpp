@@ -13,7 +13,8 @@ namespace grpo::rewards {
 
 RewardSet::RewardSet(const plugins::PluginRegistry& registry, const std::vector<std::string>& names,
                      std::vector<double> weights, const nlohmann::json& run_config, const nlohmann::json& plugin_args,
-                     std::shared_ptr<plugins::MetricsSink> metrics, int num_threads, plugins::TextServices text)
+                     std::shared_ptr<plugins::MetricsSink> metrics, int num_threads, plugins::TextServices text,
+                     const plugins::Isolation& isolation)
     : weights_(std::move(weights)) {
   if (names.empty()) throw plugins::PluginError("no reward functions: give --reward_funcs (e.g. accuracy format)");
   if (weights_.empty()) weights_.assign(names.size(), 1.0);
@@ -26,7 +27,7 @@ RewardSet::RewardSet(const plugins::PluginRegistry& registry, const std::vector<
     plugins::ResolvedPlugin plugin = registry.require(name, GRPO_REWARD_INTERFACE);
     nlohmann::json args = plugin_args.is_object() && plugin_args.contains(name) ? plugin_args[name] : nlohmann::json();
     nlohmann::json options = plugins::resolve_plugin_options(plugin.info, run_config, args);
-    functions_.push_back(plugins::RewardFunction::create(plugin, options, metrics, config_text, num_threads, text));
+    functions_.push_back(plugins::RewardFunction::create(plugin, options, metrics, config_text, num_threads, text, isolation));
   }
 }
 

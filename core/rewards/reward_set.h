@@ -26,7 +26,8 @@ class RewardSet {
   // empty means all 1.0; otherwise one per name.
   RewardSet(const plugins::PluginRegistry& registry, const std::vector<std::string>& names,
             std::vector<double> weights, const nlohmann::json& run_config, const nlohmann::json& plugin_args,
-            std::shared_ptr<plugins::MetricsSink> metrics, int num_threads, plugins::TextServices text = {});
+            std::shared_ptr<plugins::MetricsSink> metrics, int num_threads, plugins::TextServices text = {},
+            const plugins::Isolation& isolation = {});
 
   RewardMatrix score(const std::vector<plugins::RewardInput>& inputs, const plugins::TrainerState& state);
   RewardMatrix score(const std::vector<Sample>& samples, const plugins::TrainerState& state);

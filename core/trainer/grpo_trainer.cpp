@@ -111,7 +111,7 @@ GrpoTrainer::GrpoTrainer(GrpoSettings settings)
   text_services_ = {&tokenizer_, format.family};
   rewards_ = std::make_unique<rewards::RewardSet>(registry_, s_.rewards.funcs, s_.rewards.weights, s_.run.json,
                                                   s_.rewards.plugin_args, plugin_metrics_, s_.num_threads,
-                                                  text_services_);
+                                                  text_services_, s_.rewards.isolation);
   create_sampler();  // sampler_weights.cpp
 
   // Flags the user set that neither the settings nor a loaded plugin read.

@@ -116,6 +116,8 @@ RewardSettings read_reward_settings(config::SettingsReader& r) {
   s.weights = r.reals("reward_weights");
   s.plugin_args = r.json("plugin_args");
   s.tolerate_errors = r.flag("tolerate_reward_errors");
+  s.isolation.process = r.choice<bool>("plugin_isolation", {{"none", false}, {"process", true}});
+  s.isolation.timeout_s = r.real("reward_timeout");
   return s;
 }
 

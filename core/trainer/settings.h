@@ -16,6 +16,7 @@
 #include "config/config.h"
 #include "config/settings_reader.h"
 #include "model/lora.h"
+#include "plugins/reward_worker.h"
 #include "plugins/sampler_client.h"
 #include "trainer/advantages.h"
 #include "trainer/grpo_loss.h"
@@ -123,6 +124,7 @@ struct RewardSettings {
   std::vector<double> weights;  // empty: all 1.0
   nlohmann::json plugin_args = nlohmann::json::object();
   bool tolerate_errors = false;  // a run whose rewards failed on some batches still exits 0
+  plugins::Isolation isolation;  // --plugin_isolation, --reward_timeout
 };
 
 // The resolved configuration as the run keeps it: written to args.yaml, and

@@ -59,3 +59,43 @@ TEST(TrainRewardFailures, InfiniteRewardsAreNaNWithAWarning) {
   // The finite half still ranks its group: the total is not Inf, and not every advantage is 0.
   EXPECT_TRUE(log[0]["reward"].is_number()) << log[0];
 }
+
+// --plugin_isolation process: the reward runs in grpo-plugin-worker; what it
+// does there costs a batch at most.
+TEST(TrainRewardIsolation, ACrashingRewardCostsItsBatchAndTrainingGoesOn) {
+  const std::string dir = tiny_run_dir("train_reward_crash");
+  CommandResult r = run_host(flags(dir, FIXTURE_CRASHES, "fixture_crashes") +
+                             "--plugin_isolation process --tolerate_reward_errors true");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("reward 'fixture_crashes'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("died of signal 11"), std::string::npos) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/out/checkpoint-2"));
+  auto log = read_jsonl(dir + "/out/logging.jsonl");
+  ASSERT_EQ(log.size(), 2u) << "the worker restarts for the second step";
+  for (const auto& line : log) EXPECT_EQ(line["rewards/fixture_crashes/internal_errors"], 1.0) << line;
+}
+
+TEST(TrainRewardIsolation, AHangingRewardIsCutAtTheTimeout) {
+  const std::string dir = tiny_run_dir("train_reward_hang");
+  CommandResult r = run_host(flags(dir, FIXTURE_HANGS, "fixture_hangs") +
+                             "--plugin_isolation process --reward_timeout 1 --tolerate_reward_errors true");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("did not answer within 1 s"), std::string::npos) << r.output;
+  auto log = read_jsonl(dir + "/out/logging.jsonl");
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[1]["rewards/fixture_hangs/internal_errors"], 1.0) << log[1];
+}
+
+TEST(TrainRewardIsolation, AnIsolatedRewardScoresAsInProcess) {
+  const std::string dir = tiny_run_dir("train_reward_isolated_same");
+  const std::string base = flags(dir, FIXTURE_OK, "fixture") + "--log_completions true ";
+  CommandResult in_process = run_host(base);
+  ASSERT_EQ(in_process.exit_code, 0) << in_process.output;
+  const auto want = read_jsonl(dir + "/out/completions.jsonl");
+  std::filesystem::remove_all(dir + "/out");
+  CommandResult isolated = run_host(base + "--plugin_isolation process");
+  ASSERT_EQ(isolated.exit_code, 0) << isolated.output;
+  const auto got = read_jsonl(dir + "/out/completions.jsonl");
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i]["rewards"], want[i]["rewards"]) << i;
+}

@@ -1,0 +1,99 @@
+// A reward plugin in a child process (`--plugin_isolation process`): the
+// grpo-plugin-worker executable loads the library and scores; the host sends
+// each batch over a pipe. A crash, or a call past the timeout, costs that
+// batch (NaN) and a restart of the child — never the training run.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <grpo/reward.h>
+#include <nlohmann/json.hpp>
+
+#include "plugins/plugin_library.h"
+
+namespace grpo::plugins {
+
+struct Isolation {
+  bool process = false;   // score in a child process
+  double timeout_s = 0;   // > 0: a score() call that takes longer is killed
+  std::string worker_exe; // "" = grpo-plugin-worker beside this executable (or $GRPO_PLUGIN_WORKER)
+};
+
+// One completion as it crosses the pipe.
+struct WireSample {
+  std::string messages_json, completion, columns_json;
+  bool has_ids = false;
+  std::vector<int32_t> ids;
+  int64_t tokens = -1;
+  bool truncated = false;
+  int64_t prompt_index = 0;
+  std::vector<std::string> column_names, column_json, column_text;
+};
+
+struct WireReply {
+  std::vector<double> rewards;
+  bool failed = false;
+  std::string error;
+  std::vector<std::pair<std::string, double>> metrics;
+};
+
+// Byte streams for the protocol: length-prefixed strings, little-endian numbers.
+class Wire {
+ public:
+  explicit Wire(int fd) : fd_(fd) {}
+  void put(const std::string& s);
+  void put(const std::vector<int32_t>& v);
+  void put_u64(uint64_t v);
+  void put_i64(int64_t v) { put_u64(static_cast<uint64_t>(v)); }
+  void put_f64(double v);
+  void flush();  // throws std::runtime_error when the other side is gone
+  // Reads block until `deadline_ms` (< 0: forever); throws std::runtime_error
+  // on end of stream, with "timeout" when the deadline passed.
+  std::string get_string(int64_t deadline_ms = -1);
+  std::vector<int32_t> get_ids(int64_t deadline_ms = -1);
+  uint64_t get_u64(int64_t deadline_ms = -1);
+  int64_t get_i64(int64_t deadline_ms = -1) { return static_cast<int64_t>(get_u64(deadline_ms)); }
+  double get_f64(int64_t deadline_ms = -1);
+
+ private:
+  void read_exact(void* out, size_t n, int64_t deadline_ms);
+  int fd_;
+  std::string out_;
+};
+
+void write_sample(Wire& w, const WireSample& s);
+WireSample read_sample(Wire& w);
+
+class RewardWorker {
+ public:
+  // Starts the child and creates the plugin's instance there; throws
+  // PluginError with the plugin's message when it cannot be created.
+  RewardWorker(const PluginInfo& info, const nlohmann::json& options, std::string run_config_json,
+               Isolation isolation);
+  ~RewardWorker();
+  RewardWorker(const RewardWorker&) = delete;
+  RewardWorker& operator=(const RewardWorker&) = delete;
+
+  // Scores one batch. On a crash or timeout the child is killed and
+  // restarted for the next call; the reply is `failed` with the reason.
+  WireReply score(const std::vector<WireSample>& samples, const grpo_trainer_state& state);
+
+ private:
+  void start();  // spawn + init; throws PluginError when create() fails
+  void stop();   // kills the child, if any
+  std::string died();  // why the child is gone (after a failed read), and reaps it
+  PluginInfo info_;
+  std::string options_json_, run_config_json_;
+  Isolation isolation_;
+  pid_t pid_ = -1;
+  int to_child_ = -1, from_child_ = -1;
+};
+
+// grpo-plugin-worker: serves one reward plugin on stdin/stdout until EOF.
+int run_reward_worker(int in_fd, int out_fd);
+
+}  // namespace grpo::plugins
