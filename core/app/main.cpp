@@ -51,7 +51,9 @@ int run_config_command(const std::vector<std::string>& args) {
 }
 
 int run_train_command(const std::vector<std::string>& args) {
-  grpo::config::ParseResult parsed = grpo::config::parse(args);  // every flag validated before anything loads
+  grpo::config::ParseOptions options;
+  options.plugin_flags = true;  // a reward's options are flags too; checked once the plugins are loaded
+  grpo::config::ParseResult parsed = grpo::config::parse(args, options);  // validated before anything loads
   grpo::trainer::run_grpo(grpo::trainer::GrpoSettings::from(parsed.config));  // refuses what is not built first
   return 0;
 }

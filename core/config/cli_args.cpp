@@ -90,6 +90,7 @@ ParseResult parse(const std::vector<std::string>& args, const ParseOptions& opti
   bool config_usable = true;
   std::vector<std::pair<const FlagSpec*, const CliFlag*>> settings;
   std::map<std::string, std::string> seen;  // canonical name -> spelling
+  std::vector<std::pair<std::string, std::vector<std::string>>> plugin_flags;
   for (const CliFlag& flag : flags) {
     const std::string name = normalise(flag.spelled);
     if (name == "config") {
@@ -111,6 +112,13 @@ ParseResult parse(const std::vector<std::string>& args, const ParseOptions& opti
       continue;
     }
     const FlagSpec* spec = find_flag(name);
+    if (!spec && options.plugin_flags) {  // a plugin's option, checked once the plugins are loaded
+      if (auto [it, inserted] = seen.emplace(name, flag.spelled); !inserted)
+        problems.add("flag --" + flag.spelled + " is given twice (also as --" + it->second + "); keep one");
+      else
+        plugin_flags.emplace_back(name, flag.words);
+      continue;
+    }
     if (!spec) {
       std::string message = "unknown flag --" + flag.spelled;
       const std::string near = closest_flag_name(name);
@@ -128,6 +136,7 @@ ParseResult parse(const std::vector<std::string>& args, const ParseOptions& opti
   }
 
   Config& config = result.config;
+  for (auto& [name, words] : plugin_flags) detail::ConfigAccess::add_plugin_flag(config, name, std::move(words));
   if (config_path) config_usable = detail::apply_yaml_file(config, *config_path, problems) && config_usable;
   for (const auto& [spec, flag] : settings) {
     detail::Location where;

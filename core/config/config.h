@@ -51,6 +51,12 @@ class Config {
   nlohmann::json get_json(std::string_view name) const;  // maps are objects, unset optionals null
 
   nlohmann::json to_json() const;  // every flag
+
+  // Command-line flags no table row knows, kept for the plugins of the run
+  // (ParseOptions::plugin_flags): name -> the words given. Their options are
+  // flags too, as ms-swift's reward options are; the trainer checks them
+  // against the loaded plugins.
+  const std::map<std::string, std::vector<std::string>>& plugin_flags() const { return plugin_flags_; }
   // The resolved configuration as args.yaml: grouped as in --help, loadable again with --config.
   std::string to_yaml() const;
   // Writes to_yaml() to a temporary name in the same directory, then renames it over `path`.
@@ -73,6 +79,7 @@ class Config {
   const Entry& entry(std::string_view name) const;
 
   std::map<std::string, Entry, std::less<>> entries_;
+  std::map<std::string, std::vector<std::string>> plugin_flags_;
   int world_size_ = 1;
   bool check_batch_geometry_ = false;
 };
@@ -91,6 +98,8 @@ struct ParseOptions {
   // Subcommands that do not train (score, plugins) skip the generation-batch divisibility checks;
   // the batch geometry is still derived.
   bool check_batch_geometry = true;
+  // Unknown flags are kept in Config::plugin_flags() for the plugins instead of refused.
+  bool plugin_flags = false;
 };
 
 // Parses the words after the subcommand: `--name value`, `--name=value`, lists as `--reward_funcs a b c`

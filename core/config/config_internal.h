@@ -69,6 +69,9 @@ struct ConfigAccess {
     return config.entries_.at(name);
   }
   static void set_world_size(Config& config, int world_size) { config.world_size_ = world_size; }
+  static void add_plugin_flag(Config& config, const std::string& name, std::vector<std::string> words) {
+    config.plugin_flags_[name] = std::move(words);
+  }
   static void set_check_batch_geometry(Config& config, bool on) { config.check_batch_geometry_ = on; }
   static bool check_batch_geometry(const Config& config) { return config.check_batch_geometry_; }
 };

@@ -8,6 +8,8 @@
 #include <grpo/sampler.h>
 #include <spdlog/spdlog.h>
 
+#include "config/config.h"
+#include "config/flag_table.h"
 #include "plugins/plugin_error.h"
 #include "util/suggest.h"
 
@@ -110,6 +112,51 @@ std::vector<std::string> option_names(const PluginInfo& plugin) {
   for (const auto& opt : schema)
     if (opt.is_object() && opt.contains("name") && opt["name"].is_string()) names.push_back(opt["name"]);
   return names;
+}
+
+nlohmann::json resolve_plugin_flags(const std::map<std::string, std::vector<std::string>>& flags,
+                                    const std::vector<PluginInfo>& plugins) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [name, words] : flags) {
+    std::string type;
+    const PluginInfo* owner = nullptr;
+    std::vector<std::string> known;
+    for (const PluginInfo& p : plugins) {
+      const nlohmann::json schema = nlohmann::json::parse(p.options_json, nullptr, false);
+      if (!schema.is_array()) continue;
+      for (const auto& o : schema) {
+        if (!o.is_object() || !o.contains("name") || !o["name"].is_string()) continue;
+        known.push_back(o["name"]);
+        if (o["name"] == name && !owner) owner = &p, type = o.value("type", "string");
+      }
+    }
+    if (!owner) {
+      for (const config::FlagSpec& f : config::flag_table()) known.push_back(f.name);
+      const std::string near = util::closest_name(name, known);
+      throw config::ConfigError(fmt::format("unknown flag --{}{}", name,
+                                            near.empty() ? " (grpo-host --help lists the flags; `grpo-host plugins "
+                                                           "--describe NAME` a plugin's options)"
+                                                         : " — did you mean --" + near + "?"));
+    }
+    const std::string text = fmt::format("{}", fmt::join(words, " "));
+    const std::string where = fmt::format("--{} (an option of plugin '{}', type {})", name, owner->name, type);
+    if (words.size() != 1) throw config::ConfigError(where + " takes one value, got '" + text + "'");
+    nlohmann::json value;
+    if (type == "bool") {
+      if (text == "true" || text == "True") value = true;
+      else if (text == "false" || text == "False") value = false;
+      else throw config::ConfigError(where + " takes true or false, got '" + text + "'");
+    } else if (type == "int" || type == "float") {
+      value = nlohmann::json::parse(text, nullptr, false);
+      if (!value.is_number() || (type == "int" && !value.is_number_integer()))
+        throw config::ConfigError(where + " takes " + (type == "int" ? "an integer" : "a number") + ", got '" +
+                                  text + "'");
+    } else {
+      value = text;
+    }
+    out[name] = value;
+  }
+  return out;
 }
 
 }  // namespace grpo::plugins

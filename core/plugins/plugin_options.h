@@ -2,6 +2,7 @@
 // run configuration (swift's flag names), then overridden by plugin_args.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,15 @@ nlohmann::json resolve_plugin_options(const PluginInfo& plugin, const nlohmann::
 // gets a warning.
 void check_plugin_args_sections(const nlohmann::json& plugin_args, const std::vector<std::string>& rewards,
                                 const std::string& sampler, const std::vector<PluginInfo>& known);
+
+// Flags no table row knows (Config::plugin_flags) as options of `plugins`:
+// each must be published by one of them, and its words are typed by that
+// option's schema. Returns name -> value, to merge into the run
+// configuration the options are filled from. Throws config::ConfigError for
+// a flag no plugin publishes ("unknown flag", with a did-you-mean over the
+// flags and the options) and for a value of the wrong type.
+nlohmann::json resolve_plugin_flags(const std::map<std::string, std::vector<std::string>>& flags,
+                                    const std::vector<PluginInfo>& plugins);
 
 // The option names `plugin` publishes (none when its schema is not an array).
 std::vector<std::string> option_names(const PluginInfo& plugin);

@@ -107,6 +107,13 @@ GrpoTrainer::GrpoTrainer(GrpoSettings settings)
   max_steps_ = total_steps(b, prompts_->size());
 
   plugins::check_plugin_args_sections(s_.rewards.plugin_args, s_.rewards.funcs, s_.sampling.sampler, registry_.all());
+  // Options of this run's plugins given as flags (--unit token): into the
+  // configuration their options are filled from, as the flags of the table are.
+  std::vector<plugins::PluginInfo> run_plugins;
+  for (const std::string& name : s_.rewards.funcs) run_plugins.push_back(registry_.require(name, GRPO_REWARD_INTERFACE).info);
+  run_plugins.push_back(registry_.require(s_.sampling.sampler, GRPO_SAMPLER_INTERFACE).info);
+  s_.run.plugin_flag_values = plugins::resolve_plugin_flags(s_.run.config.plugin_flags(), run_plugins);
+  for (const auto& [name, value] : s_.run.plugin_flag_values.items()) s_.run.json[name] = value;
   plugin_metrics_ = std::make_shared<plugins::MetricsSink>();
   text_services_ = {&tokenizer_, format.family};
   rewards_ = std::make_unique<rewards::RewardSet>(registry_, s_.rewards.funcs, s_.rewards.weights, s_.run.json,

@@ -27,9 +27,10 @@ void GrpoTrainer::create_sampler() {
   // out of process it gets their values now and after every update.
   plugins::ResolvedPlugin sampler = registry_.require(s_.sampling.sampler, GRPO_SAMPLER_INTERFACE);
   // Filled only where the sampler declares these options; sampler_args win.
-  const nlohmann::json run_values = {{"model", s_.model.dir},
-                                     {"torch_dtype", model::dtype_to_name(s_.model.dtype).substr(6)},  // "torch."
-                                     {"num_threads", s_.num_threads}};
+  nlohmann::json run_values = s_.run.plugin_flag_values;  // its options given as flags (--retries 5)
+  run_values["model"] = s_.model.dir;
+  run_values["torch_dtype"] = model::dtype_to_name(s_.model.dtype).substr(6);  // without "torch."
+  run_values["num_threads"] = s_.num_threads;
   rollout_.sampler = plugins::SamplerClient::create(
       sampler, plugins::resolve_plugin_options(sampler.info, run_values, s_.sampling.sampler_args, "sampler_args"), plugin_metrics_,
       s_.run.json.dump(), text_services_);

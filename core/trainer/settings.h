@@ -133,6 +133,7 @@ struct RunConfig {
   config::Config config;
   nlohmann::json json;                               // config.to_json()
   std::set<std::string, std::less<>> flags_read;     // by the settings builder
+  nlohmann::json plugin_flag_values = nlohmann::json::object();  // plugins' options given as flags, typed
 };
 
 struct GrpoSettings {

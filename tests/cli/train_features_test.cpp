@@ -139,3 +139,35 @@ TEST(TrainFeatures, SyncRefModelMovesTheReferenceToThePolicy) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--sync_ref_model with --train_type lora"), std::string::npos) << r.output;
 }
+
+// A reward's options are flags too, as ms-swift's are: --unit token is
+// plugin_args.repetition.unit; a flag that neither the table nor a plugin of
+// the run knows is refused with a did-you-mean.
+TEST(TrainFeatures, PluginOptionsAreFlagsToo) {
+  std::string dir = setup("train_plugin_flags");
+  const std::string with_args = base_flags(dir) + "--max_steps 1 --log_completions true";
+  CommandResult a = run_host(with_args);
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  const auto want = read_jsonl(dir + "/out/completions.jsonl");
+  std::filesystem::remove_all(dir + "/out");
+  std::string as_flag = with_args;
+  const std::string section = "--plugin_args '{\"repetition\": {\"unit\": \"token\"}}' ";
+  as_flag.replace(as_flag.find(section), section.size(), "--unit token ");
+  CommandResult b = run_host(as_flag);
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  const auto got = read_jsonl(dir + "/out/completions.jsonl");
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i]["rewards"], want[i]["rewards"]) << i;
+
+  std::string typo = as_flag;
+  typo.replace(typo.find("--unit token"), 12, "--unti token");
+  CommandResult c = run_host(typo);
+  EXPECT_EQ(c.exit_code, 2) << c.output;
+  EXPECT_NE(c.output.find("unknown flag --unti — did you mean --unit?"), std::string::npos) << c.output;
+  std::string no_value = as_flag;
+  no_value.replace(no_value.find("--unit token"), 12, "--unit");
+  CommandResult d = run_host(no_value);
+  EXPECT_EQ(d.exit_code, 2) << d.output;
+  EXPECT_NE(d.output.find("--unit (an option of plugin 'repetition', type string) takes one value"), std::string::npos)
+      << d.output;
+}
