@@ -106,26 +106,7 @@ GrpoTrainer::GrpoTrainer(GrpoSettings settings)
                  prompts_->dropped());
   max_steps_ = total_steps(b, prompts_->size());
 
-  plugins::check_plugin_args_sections(s_.rewards.plugin_args, s_.rewards.funcs, s_.sampling.sampler, registry_.all());
-  // Options of this run's plugins given as flags (--unit token): into the
-  // configuration their options are filled from, as the flags of the table are.
-  std::vector<plugins::PluginInfo> run_plugins;
-  for (const std::string& name : s_.rewards.funcs) run_plugins.push_back(registry_.require(name, GRPO_REWARD_INTERFACE).info);
-  run_plugins.push_back(registry_.require(s_.sampling.sampler, GRPO_SAMPLER_INTERFACE).info);
-  s_.run.plugin_flag_values = plugins::resolve_plugin_flags(s_.run.config.plugin_flags(), run_plugins);
-  for (const auto& [name, value] : s_.run.plugin_flag_values.items()) s_.run.json[name] = value;
-  plugin_metrics_ = std::make_shared<plugins::MetricsSink>();
-  text_services_ = {&tokenizer_, format.family};
-  rewards_ = std::make_unique<rewards::RewardSet>(registry_, s_.rewards.funcs, s_.rewards.weights, s_.run.json,
-                                                  s_.rewards.plugin_args, plugin_metrics_, s_.num_threads,
-                                                  text_services_, s_.rewards.isolation);
-  create_sampler();  // sampler_weights.cpp
-
-  // Flags the user set that neither the settings nor a loaded plugin read.
-  std::set<std::string, std::less<>> used = s_.run.flags_read;
-  for (const auto& fn : rewards_->functions()) add_plugin_flags(used, fn->info());
-  add_plugin_flags(used, registry_.require(s_.sampling.sampler, GRPO_SAMPLER_INTERFACE).info);
-  config::warn_unused_flags(s_.run.config, used, "this trainer");
+  load_plugins(format.family);  // rewards and the sampler
 
   policy_.optimizer = make_adamw(s_.optimizer, *policy_.policy);
   const OptimizerSettings& o = s_.optimizer;
@@ -137,6 +118,33 @@ GrpoTrainer::GrpoTrainer(GrpoSettings settings)
   spdlog::info("training {} for {} steps: {} prompts x {} completions per generation batch, {} rows{}", s_.model.dir,
                max_steps_, b.prompts_per_generation, b.num_generations, prompts_->size(),
                val_prompts_ ? ", " + std::to_string(val_prompts_->size()) + " validation rows" : "");
+}
+
+// The run's reward plugins and its sampler, with the options they get: their
+// sections of plugin_args, their options given as flags (--unit token), and
+// the flags of the table they publish; a flag that nothing reads is warned of.
+void GrpoTrainer::load_plugins(tok::ChatFamily family) {
+  plugins::check_plugin_args_sections(s_.rewards.plugin_args, s_.rewards.funcs, s_.sampling.sampler, registry_.all());
+  // Options of this run's plugins given as flags (--unit token): into the
+  // configuration their options are filled from, as the flags of the table are.
+  std::vector<plugins::PluginInfo> run_plugins;
+  for (const std::string& name : s_.rewards.funcs)
+    run_plugins.push_back(registry_.require(name, GRPO_REWARD_INTERFACE).info);
+  run_plugins.push_back(registry_.require(s_.sampling.sampler, GRPO_SAMPLER_INTERFACE).info);
+  s_.run.plugin_flag_values = plugins::resolve_plugin_flags(s_.run.config.plugin_flags(), run_plugins);
+  for (const auto& [name, value] : s_.run.plugin_flag_values.items()) s_.run.json[name] = value;
+  plugin_metrics_ = std::make_shared<plugins::MetricsSink>();
+  text_services_ = {&tokenizer_, family};
+  rewards_ = std::make_unique<rewards::RewardSet>(registry_, s_.rewards.funcs, s_.rewards.weights, s_.run.json,
+                                                  s_.rewards.plugin_args, plugin_metrics_, s_.num_threads,
+                                                  text_services_, s_.rewards.isolation);
+  create_sampler();  // sampler_weights.cpp
+
+  // Flags the user set that neither the settings nor a loaded plugin read.
+  std::set<std::string, std::less<>> used = s_.run.flags_read;
+  for (const auto& fn : rewards_->functions()) add_plugin_flags(used, fn->info());
+  add_plugin_flags(used, registry_.require(s_.sampling.sampler, GRPO_SAMPLER_INTERFACE).info);
+  config::warn_unused_flags(s_.run.config, used, "this trainer");
 }
 
 namespace {

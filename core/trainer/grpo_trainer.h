@@ -72,6 +72,8 @@ class GrpoTrainer {
   void train();
 
  private:
+  void load_plugins(tok::ChatFamily family);  // rewards and the sampler, with their options
+
   // grpo_step.cpp: the step, phase by phase.
   Metrics step();
   std::vector<MicroBatch> micro_batches_of(const GenerationBatch& batch, Metrics& m);  // advantages, split
