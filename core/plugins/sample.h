@@ -20,6 +20,7 @@ struct Prompt {
   std::vector<int32_t> ids;
   std::string messages_json;
   std::shared_ptr<const plugins::RowColumns> columns;  // every column but `messages`
+  std::string text;  // the ids decoded, special tokens kept: the prompt for samplers that take text
 };
 
 // GRPO_FINISH_STOP / LENGTH / ABORT of grpo/sampler.h.

@@ -62,7 +62,7 @@ GenerationBatch GrpoTrainer::generate(const std::vector<const Prompt*>& prompts,
   for (size_t p = 0; p < prompts.size(); ++p) {
     plugins::SampleRequest r;
     r.prompt_ids = prompts[p]->ids;
-    r.prompt_text = tokenizer_.decode(r.prompt_ids);  // the same prompt for samplers that take text
+    r.prompt_text = prompts[p]->text;
     r.messages_json = prompts[p]->messages_json;
     r.n = static_cast<uint32_t>(s_.batch.num_generations);
     // Never the same seed twice in a run; evaluation has its own series.

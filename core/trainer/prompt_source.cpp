@@ -43,6 +43,7 @@ PromptSource::PromptSource(std::vector<data::Row> rows, const PromptFormat& form
       if (format.truncation == Truncation::Right) p.ids.resize(limit);
       else p.ids.erase(p.ids.begin(), p.ids.end() - static_cast<std::ptrdiff_t>(limit));  // left: keep the end
     }
+    p.text = format.tokenizer->decode(p.ids);  // once here, not at every generation
     p.messages_json = messages.dump();
     nlohmann::json columns = row.columns;
     columns.erase("messages");
