@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <grpo/sampler.h>
@@ -30,12 +31,30 @@ std::string type_problem(const std::string& type, const nlohmann::json& value) {
   return "";
 }
 
+// A published option, as the schema (a JSON array of objects) declares it.
+struct OptionDecl {
+  std::string name, type;
+  nlohmann::json default_value;
+};
+
+// The schema's options (entries without a string name are skipped); nullopt
+// when the schema is not a JSON array.
+std::optional<std::vector<OptionDecl>> declared_options(const PluginInfo& plugin) {
+  const nlohmann::json schema = nlohmann::json::parse(plugin.options_json, nullptr, /*allow_exceptions=*/false);
+  if (!schema.is_array()) return std::nullopt;
+  std::vector<OptionDecl> out;
+  for (const auto& o : schema)
+    if (o.is_object() && o.contains("name") && o["name"].is_string())
+      out.push_back({o["name"], o.value("type", ""), o.value("default", nlohmann::json())});
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json resolve_plugin_options(const PluginInfo& plugin, const nlohmann::json& run_config,
                                       const nlohmann::json& plugin_args, const std::string& section) {
-  nlohmann::json schema = nlohmann::json::parse(plugin.options_json, nullptr, /*allow_exceptions=*/false);
-  if (!schema.is_array())
+  const std::optional<std::vector<OptionDecl>> declared = declared_options(plugin);
+  if (!declared)
     throw PluginError(fmt::format("plugin '{}' ({}) publishes an options schema that is not a JSON array; "
                                   "report this to its author",
                                   plugin.name, plugin.file));
@@ -43,15 +62,14 @@ nlohmann::json resolve_plugin_options(const PluginInfo& plugin, const nlohmann::
   nlohmann::json options = nlohmann::json::object();
   std::vector<std::string> names;
   std::map<std::string, std::string> types;
-  for (const auto& opt : schema) {
-    if (!opt.is_object() || !opt.contains("name") || !opt["name"].is_string()) continue;
-    std::string name = opt["name"];
+  for (const OptionDecl& opt : *declared) {
+    const std::string& name = opt.name;
     names.push_back(name);
-    types[name] = opt.value("type", "");
+    types[name] = opt.type;
     // The plugin's default, filled by the host so that every plugin sees the
     // same complete set (a C plugin need not repeat its defaults); then the
     // run's flag of that name; then its own section (below).
-    if (opt.contains("default") && !opt["default"].is_null()) options[name] = opt["default"];
+    if (!opt.default_value.is_null()) options[name] = opt.default_value;
     if (run_config.is_object() && run_config.contains(name) && !run_config[name].is_null())
       options[name] = run_config[name];
   }
@@ -106,11 +124,8 @@ void check_plugin_args_sections(const nlohmann::json& plugin_args, const std::ve
 }
 
 std::vector<std::string> option_names(const PluginInfo& plugin) {
-  const nlohmann::json schema = nlohmann::json::parse(plugin.options_json, nullptr, /*allow_exceptions=*/false);
   std::vector<std::string> names;
-  if (!schema.is_array()) return names;
-  for (const auto& opt : schema)
-    if (opt.is_object() && opt.contains("name") && opt["name"].is_string()) names.push_back(opt["name"]);
+  for (const OptionDecl& o : declared_options(plugin).value_or(std::vector<OptionDecl>{})) names.push_back(o.name);
   return names;
 }
 
@@ -121,15 +136,11 @@ nlohmann::json resolve_plugin_flags(const std::map<std::string, std::vector<std:
     std::string type;
     const PluginInfo* owner = nullptr;
     std::vector<std::string> known;
-    for (const PluginInfo& p : plugins) {
-      const nlohmann::json schema = nlohmann::json::parse(p.options_json, nullptr, false);
-      if (!schema.is_array()) continue;
-      for (const auto& o : schema) {
-        if (!o.is_object() || !o.contains("name") || !o["name"].is_string()) continue;
-        known.push_back(o["name"]);
-        if (o["name"] == name && !owner) owner = &p, type = o.value("type", "string");
+    for (const PluginInfo& p : plugins)
+      for (const OptionDecl& o : declared_options(p).value_or(std::vector<OptionDecl>{})) {
+        known.push_back(o.name);
+        if (o.name == name && !owner) owner = &p, type = o.type.empty() ? "string" : o.type;
       }
-    }
     if (!owner) {
       for (const config::FlagSpec& f : config::flag_table()) known.push_back(f.name);
       const std::string near = util::closest_name(name, known);
