@@ -56,7 +56,7 @@ TEST(TrainRewardFailures, InfiniteRewardsAreNaNWithAWarning) {
   ASSERT_EQ(log.size(), 2u);
   EXPECT_EQ(log[0]["rewards/fixture_inf/nan_frac"], 0.5) << log[0];
   EXPECT_EQ(log[0]["rewards/fixture_inf/internal_errors"], 0.0) << log[0];
-  // The finite half still ranks its group: the total is not Inf, and not every advantage is 0.
+  // The step's mean reward is a number: no infinite value reached the totals.
   EXPECT_TRUE(log[0]["reward"].is_number()) << log[0];
 }
 
