@@ -58,4 +58,14 @@ inline at::ScalarType weight_dtype_from_name(std::string_view name, std::string_
                               "'");
 }
 
+// The name weight_dtype_from_name reads back: "float32", "bfloat16", "float16".
+inline std::string weight_dtype_name(at::ScalarType type) {
+  switch (type) {
+    case at::kBFloat16: return "bfloat16";
+    case at::kHalf: return "float16";
+    case at::kFloat: return "float32";
+    default: throw std::invalid_argument(std::string("dtype ") + c10::toString(type) + " is not a weight dtype");
+  }
+}
+
 }  // namespace grpo::model

@@ -29,7 +29,7 @@ void GrpoTrainer::create_sampler() {
   // Filled only where the sampler declares these options; sampler_args win.
   nlohmann::json run_values = s_.run.plugin_flag_values;  // its options given as flags (--retries 5)
   run_values["model"] = s_.model.dir;
-  run_values["torch_dtype"] = model::dtype_to_name(s_.model.dtype).substr(6);  // without "torch."
+  run_values["torch_dtype"] = model::weight_dtype_name(s_.model.dtype);
   run_values["num_threads"] = s_.num_threads;
   rollout_.sampler = plugins::SamplerClient::create(
       sampler, plugins::resolve_plugin_options(sampler.info, run_values, s_.sampling.sampler_args, "sampler_args"), plugin_metrics_,
