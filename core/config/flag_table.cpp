@@ -192,8 +192,7 @@ std::vector<FlagSpec> build_table() {
             "reward functions: accuracy, format, cosine, repetition, soft_overlong or a plugin's name"));
   add(reals("reward_weights", nullptr, "one weight per reward function, reward models last (unset: all 1.0)"));
   add(boolean("tolerate_reward_errors", false, "exit 0 even when a reward plugin failed on some batches"));
-  add(texts("reward_model", json::array(), "reward model directories").hint("PATH...")
-          .not_built("reward models are not built yet; use a reward plugin (--plugins) meanwhile"));
+  add(texts("reward_model", json::array(), "reward model directories (sequence classification)").hint("PATH..."));
   add(real("cosine_min_len_value_wrong", -0.5, "cosine reward of a wrong answer at length 0"));
   add(real("cosine_max_len_value_wrong", 0.0, "cosine reward of a wrong answer at cosine_max_len"));
   add(real("cosine_min_len_value_correct", 1.0, "cosine reward of a right answer at length 0"));
@@ -209,11 +208,12 @@ std::vector<FlagSpec> build_table() {
   // ---- Plugins ----
   group = FlagGroup::Plugins;
   add(texts("plugins", json::array(), "plugin .so files to load").hint("PATH...").alias("external_plugins"));
-  const std::string no_multi_turn =
-      "multi-turn rollouts are not built yet; drop this flag to train single-turn";
-  add(text("multi_turn_func", nullptr, "multi-turn scheduler name").hint("NAME").alias("multi_turn_scheduler")
-          .not_built(no_multi_turn));
-  add(integer("max_turns", nullptr, "most turns of a multi-turn rollout").at_least(1).not_built(no_multi_turn));
+  add(text("multi_turn_scheduler", nullptr, "multi-turn handler plugin: math_tip_trick, calculator or a plugin's name")
+          .hint("NAME").alias("multi_turn_func"));
+  add(integer("max_turns", nullptr, "most policy turns of a multi-turn rollout (unset: until the handler ends it)")
+          .at_least(1));
+  add(text("completion_length_limit_scope", "per_round", "multi-turn: max_completion_length per turn or in total")
+          .hint("SCOPE").choices({"per_round", "total"}));
   add(mapping("plugin_args", "per-plugin options keyed by plugin name, e.g. '{\"my_reward\": {\"threshold\": 1024}}'"));
   add(text("sampler", "native", "sampler plugin: native (in-process) or external_server (rollout server over HTTP)")
           .hint("NAME").finish(finish_sampler));

@@ -53,7 +53,15 @@ std::vector<Completion> Engine::generate(const std::vector<GenerateRequest>& req
     if (requests[r].prompt_ids.empty()) throw std::invalid_argument("request " + std::to_string(r) + " has an empty prompt");
     for (int64_t i = 0; i < requests[r].n; ++i) out.push_back(Completion{r, i, {}, {}, FinishReason::Length});
   }
-  if (out.empty() || params.max_new_tokens <= 0) return out;
+  // A request may ask for fewer tokens than params allow (a multi-turn
+  // conversation near its total budget): its rows leave the batch there.
+  auto budget = [&](const Completion& c) {
+    const int64_t own = requests[c.request].max_new_tokens;
+    return own >= 0 ? std::min(own, params.max_new_tokens) : params.max_new_tokens;
+  };
+  int64_t max_steps = 0;
+  for (const auto& c : out) max_steps = std::max(max_steps, budget(c));
+  if (out.empty() || max_steps <= 0) return out;
 
   torch::NoGradGuard no_grad;
   const at::Device device = model_->model->embed_tokens->weight.device();
@@ -83,7 +91,7 @@ std::vector<Completion> Engine::generate(const std::vector<GenerateRequest>& req
 
   std::vector<size_t> active(out.size());  // batch row -> completion
   for (size_t i = 0; i < out.size(); ++i) active[i] = i;
-  for (int64_t step = 0; step < params.max_new_tokens && !active.empty(); ++step) {
+  for (int64_t step = 0; step < max_steps && !active.empty(); ++step) {
     std::vector<std::mt19937_64*> rngs;
     for (size_t a : active) rngs.push_back(&rng_store[a]);
     Sampled s = sample_next(logits, seen, params, rngs);
@@ -111,9 +119,9 @@ std::vector<Completion> Engine::generate(const std::vector<GenerateRequest>& req
       if (!stopped && !params.stop_strings.empty())
         stopped = hits_stop_string(*tokenizer_, c.ids, params.stop_strings, stop_window);
       if (stopped) c.finish = FinishReason::Stop;
-      else keep.push_back(static_cast<int64_t>(b));
+      else if (static_cast<int64_t>(c.ids.size()) < budget(c)) keep.push_back(static_cast<int64_t>(b));
     }
-    if (keep.empty() || step + 1 == params.max_new_tokens) break;
+    if (keep.empty()) break;
     at::Tensor next = s.tokens;
     if (keep.size() != active.size()) {  // finished rows leave the batch
       at::Tensor index = at::tensor(keep, at::kLong).to(device);

@@ -21,6 +21,7 @@ struct GenerateRequest {
   int64_t n = 1;                 // completions of this prompt
   uint64_t seed = 0;             // copy i samples with sequence_seed(seed, i)
   std::vector<int32_t> stop_ids; // e.g. eos; the stop id is kept as the last id
+  int64_t max_new_tokens = -1;   // this request's budget when below params.max_new_tokens; -1: params'
 };
 
 enum class FinishReason { Stop, Length };

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -44,6 +45,18 @@ struct Sample {
   std::string text;
   FinishReason finish = FinishReason::Stop;
 
+  // A multi-turn rollout (empty / defaults for a single turn). `ids` then
+  // holds every turn: the policy's tokens and, between them, the handler's
+  // appended messages as rendered by the chat template, which carry no loss.
+  std::vector<uint8_t> sampled;    // per id: 1 sampled by the policy, 0 appended; empty: all sampled
+  size_t last_turn_begin = 0;      // ids[last_turn_begin..] is the last policy turn, `text` its decoding
+  std::string conversation_json;   // prompt messages, then every turn and appended message
+  uint32_t turns = 1;              // policy turns
+  uint32_t tool_calls = 0, tool_failures = 0;
+  double environment_reward = std::numeric_limits<double>::quiet_NaN();  // the handler's own reward
+  bool handler_failed = false;     // the handler failed on it: every reward is NaN
+
+  bool sampled_at(size_t t) const { return sampled.empty() || sampled[t] != 0; }
   bool truncated() const { return finish == FinishReason::Length; }
   // Whether its tokens carry loss: an aborted completion never does (it did
   // not end as the policy chose), a truncated one not under overlong_filter.

@@ -99,7 +99,7 @@ std::vector<Sample> SamplerClient::generate(const std::vector<SampleRequest>& re
     const SampleRequest& r = requests[i];
     reqs[i] = grpo_generate_request{GRPO_GENERATE_REQUEST_STRUCT_SIZE, i, r.prompt_ids.data(), r.prompt_ids.size(),
                                     as_str(r.prompt_text), as_str(r.messages_json), r.n, r.seed, r.stop_ids.data(),
-                                    r.stop_ids.size()};
+                                    r.stop_ids.size(), r.max_new_tokens};
     st.first.push_back(total);
     total += r.n;
   }
@@ -122,6 +122,15 @@ std::vector<Sample> SamplerClient::generate(const std::vector<SampleRequest>& re
   if (!st.error.empty()) throw PluginError(fmt::format("sampler '{}' returned {}", name(), st.error));
   for (size_t i = 0; i < total; ++i)
     if (!st.filled[i]) throw PluginError(fmt::format("sampler '{}' left completion {} of {} out", name(), i, total));
+  // A request's own budget binds whether or not the sampler read it (a 1.1
+  // sampler cannot): what lies beyond it is cut, and the completion ended by length.
+  for (Sample& c : out) {
+    const int32_t budget = requests[c.request].max_new_tokens;
+    if (budget <= 0 || c.ids.size() <= static_cast<size_t>(budget)) continue;
+    c.ids.resize(static_cast<size_t>(budget));
+    if (!c.logprobs.empty()) c.logprobs.resize(c.ids.size());
+    c.finish = FinishReason::Length;
+  }
   return out;
 }
 

@@ -22,6 +22,7 @@ struct SampleRequest {
   uint32_t n = 1;
   uint64_t seed = 0;
   std::vector<int32_t> stop_ids;
+  int32_t max_new_tokens = 0;      // below SampleOptions::max_new_tokens: this request's own budget; 0: none
   const Prompt* prompt = nullptr;  // handed on to its samples
 };
 

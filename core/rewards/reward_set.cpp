@@ -14,14 +14,20 @@ namespace grpo::rewards {
 RewardSet::RewardSet(const plugins::PluginRegistry& registry, const std::vector<std::string>& names,
                      std::vector<double> weights, const nlohmann::json& run_config, const nlohmann::json& plugin_args,
                      std::shared_ptr<plugins::MetricsSink> metrics, int num_threads, plugins::TextServices text,
-                     const plugins::Isolation& isolation)
-    : weights_(std::move(weights)) {
-  if (names.empty()) throw plugins::PluginError("no reward functions: give --reward_funcs (e.g. accuracy format)");
-  if (weights_.empty()) weights_.assign(names.size(), 1.0);
-  if (weights_.size() != names.size())
-    throw plugins::PluginError(fmt::format("--reward_weights has {} values but there are {} reward functions ({}); "
-                                           "give one weight per reward function",
-                                           weights_.size(), names.size(), fmt::join(names, ", ")));
+                     const plugins::Isolation& isolation, std::vector<std::unique_ptr<HostReward>> host_rewards)
+    : host_rewards_(std::move(host_rewards)), weights_(std::move(weights)) {
+  std::vector<std::string> columns = names;
+  for (const auto& h : host_rewards_) columns.push_back(h->name());
+  if (columns.empty())
+    throw plugins::PluginError("no reward functions: give --reward_funcs (e.g. accuracy format) or --reward_model");
+  const bool environment_last =
+      !host_rewards_.empty() && dynamic_cast<const EnvironmentReward*>(host_rewards_.back().get()) != nullptr;
+  if (weights_.empty()) weights_.assign(columns.size(), 1.0);
+  if (environment_last && weights_.size() + 1 == columns.size()) weights_.push_back(1.0);
+  if (weights_.size() != columns.size())
+    throw plugins::PluginError(fmt::format("--reward_weights has {} values but there are {} rewards ({}); give one "
+                                           "weight per reward function, reward models after them",
+                                           weights_.size(), columns.size(), fmt::join(columns, ", ")));
   const std::string config_text = run_config.dump();
   for (const std::string& name : names) {
     plugins::ResolvedPlugin plugin = registry.require(name, GRPO_REWARD_INTERFACE);
@@ -29,6 +35,13 @@ RewardSet::RewardSet(const plugins::PluginRegistry& registry, const std::vector<
     nlohmann::json options = plugins::resolve_plugin_options(plugin.info, run_config, args);
     functions_.push_back(plugins::RewardFunction::create(plugin, options, metrics, config_text, num_threads, text, isolation));
   }
+}
+
+std::vector<double> EnvironmentReward::score(const std::vector<Sample>& samples) {
+  std::vector<double> out;
+  out.reserve(samples.size());
+  for (const Sample& s : samples) out.push_back(s.environment_reward);
+  return out;
 }
 
 namespace {
@@ -61,7 +74,17 @@ RewardMatrix RewardSet::score(const std::vector<plugins::RewardInput>& inputs, c
 }
 
 RewardMatrix RewardSet::score(const std::vector<Sample>& samples, const plugins::TrainerState& state) {
-  return score_all(samples, state);
+  RewardMatrix m = score_all(samples, state);
+  for (const auto& h : host_rewards_) {
+    m.names.push_back(h->name());
+    m.by_fn.push_back(h->score(samples));
+  }
+  // A conversation its multi-turn handler failed on scores nothing.
+  for (size_t i = 0; i < samples.size(); ++i)
+    if (samples[i].handler_failed)
+      for (auto& column : m.by_fn) column[i] = std::numeric_limits<double>::quiet_NaN();
+  m.total = weighted_total(m.by_fn, weights_);
+  return m;
 }
 
 std::vector<double> weighted_total(const std::vector<std::vector<double>>& by_fn, const std::vector<double>& weights) {

@@ -16,4 +16,21 @@ std::vector<int32_t> encode_chat_prompt(const Tokenizer& tokenizer, ChatFamily f
   return tokenizer.encode(render_chat(family, messages, options), /*add_special_tokens=*/false);
 }
 
+std::string render_continuation(ChatFamily family, const std::vector<ChatMessage>& appended,
+                                const std::string& last_sampled, const ChatOptions& options) {
+  // Rendered after a stand-in conversation and cut after its assistant turn's
+  // content: what precedes that turn (default system prompts, Qwen3's
+  // reasoning of earlier turns) cannot leak into the continuation.
+  static const std::string kMarker = "\x1fgrpo-turn-end\x1f";
+  std::vector<ChatMessage> messages = {{"user", "?"}, {"assistant", kMarker}};
+  messages.insert(messages.end(), appended.begin(), appended.end());
+  ChatOptions o = options;
+  o.tools_json.clear();  // tools are described once, in the prompt's system turn
+  const std::string full = render_chat(family, messages, o);
+  std::string text = full.substr(full.rfind(kMarker) + kMarker.size());
+  if (!last_sampled.empty() && text.compare(0, last_sampled.size(), last_sampled) == 0)
+    text.erase(0, last_sampled.size());
+  return text;
+}
+
 }  // namespace grpo::tok

@@ -19,4 +19,14 @@ ChatFamily chat_family_for(const Tokenizer& tokenizer, const std::string& templa
 std::vector<int32_t> encode_chat_prompt(const Tokenizer& tokenizer, ChatFamily family,
                                         const std::vector<ChatMessage>& messages, const ChatOptions& options = {});
 
+// What follows a finished assistant turn when `appended` messages (user or
+// tool turns of a multi-turn rollout) are added and the model answers again:
+// the rest of the turn's closing, the appended turns and the generation
+// prompt, as the template renders them after that turn. `last_sampled`, the
+// turn's last token as sampled (special tokens kept), is left out when the
+// closing starts with it (the policy already wrote <|im_end|>). Throws
+// ChatTemplateError for a role the template does not render.
+std::string render_continuation(ChatFamily family, const std::vector<ChatMessage>& appended,
+                                const std::string& last_sampled, const ChatOptions& options = {});
+
 }  // namespace grpo::tok

@@ -1,10 +1,13 @@
 // Native renderings of the chat templates of Qwen2, Qwen2.5, Qwen3, Llama 3
 // and Llama 3.1+, each following its Jinja template line by line for plain
-// text messages (no tools argument, no tool_calls, no reasoning_content).
+// text messages (no tool_calls, no reasoning_content); Qwen2.5 and Qwen3 also
+// with a tools argument (chat_tools.cpp).
 // Where a template uses a Python string method, the helper here reproduces
 // that method's exact semantics, since one differing newline changes the
 // token ids the policy is trained on.
 #include "tokenizer/chat_template.h"
+
+#include "tokenizer/chat_tools.h"
 
 #include <string_view>
 
@@ -85,34 +88,6 @@ bool is_tool_response(std::string_view s) {
          s.compare(s.size() - kClose.size(), kClose.size(), kClose) == 0;
 }
 
-// transformers' `tojson` filter on a string: json.dumps(s, ensure_ascii=False),
-// which escapes only quotes, backslashes and control characters.
-std::string python_json_string(std::string_view s) {
-  static const char* const kHex = "0123456789abcdef";
-  std::string out = "\"";
-  for (const char ch : s) {
-    const auto b = static_cast<unsigned char>(ch);
-    switch (ch) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (b < 0x20) {
-          out += "\\u00";
-          out += kHex[b >> 4];
-          out += kHex[b & 0xF];
-        } else {
-          out += ch;
-        }
-    }
-  }
-  return out + "\"";
-}
-
 // --- validation --------------------------------------------------------------
 
 
@@ -149,10 +124,13 @@ std::string render_plain_chatml(const std::vector<ChatMessage>& messages, std::s
   return out;
 }
 
-std::string render_qwen2_5(const std::vector<ChatMessage>& messages) {
+std::string render_qwen2_5(const std::vector<ChatMessage>& messages, const std::string& tools) {
   std::string out;
   const bool has_system = messages.front().role == "system";
-  append_im_turn(out, "system", has_system ? std::string_view(messages.front().content) : kQwen2_5System);
+  if (!tools.empty())
+    out = tools_system_turn(ChatFamily::Qwen2_5, has_system ? &messages.front().content : nullptr, tools);
+  else
+    append_im_turn(out, "system", has_system ? std::string_view(messages.front().content) : kQwen2_5System);
   for (size_t i = has_system ? 1 : 0; i < messages.size(); ++i) {
     const ChatMessage& m = messages[i];
     if (m.role == "tool") {
@@ -164,8 +142,11 @@ std::string render_qwen2_5(const std::vector<ChatMessage>& messages) {
   return out;
 }
 
-std::string render_qwen3(const std::vector<ChatMessage>& messages) {
+std::string render_qwen3(const std::vector<ChatMessage>& messages, const std::string& tools) {
   std::string out;
+  const bool has_system = messages.front().role == "system";
+  // With tools the first system message goes into the tools turn.
+  if (!tools.empty()) out = tools_system_turn(ChatFamily::Qwen3, has_system ? &messages.front().content : nullptr, tools);
   // The last real user query: reasoning is kept only for assistant turns
   // after it. User turns that merely wrap tool output do not count; with no
   // query at all the template's default is the last index.
@@ -180,6 +161,7 @@ std::string render_qwen3(const std::vector<ChatMessage>& messages) {
   for (size_t i = 0; i < messages.size(); ++i) {
     const ChatMessage& m = messages[i];
     if (m.role == "system") {
+      if (i == 0 && !tools.empty()) continue;
       // The template prints a first system message before its loop and later
       // ones inside it; both come out as the same turn.
       append_im_turn(out, "system", m.content);
@@ -341,12 +323,14 @@ bool chat_family_emits_bos(ChatFamily family) {
 
 std::string render_chat(ChatFamily family, const std::vector<ChatMessage>& messages, const ChatOptions& options) {
   validate(messages);
+  if (!options.tools_json.empty() && family != ChatFamily::Qwen2_5 && family != ChatFamily::Qwen3)
+    tools_system_turn(family, nullptr, options.tools_json);  // throws: this template has no tools section
   std::string out;
   switch (family) {
     case ChatFamily::ChatML: out = render_plain_chatml(messages, {}); break;
     case ChatFamily::Qwen2: out = render_plain_chatml(messages, kQwen2System); break;
-    case ChatFamily::Qwen2_5: out = render_qwen2_5(messages); break;
-    case ChatFamily::Qwen3: out = render_qwen3(messages); break;
+    case ChatFamily::Qwen2_5: out = render_qwen2_5(messages, options.tools_json); break;
+    case ChatFamily::Qwen3: out = render_qwen3(messages, options.tools_json); break;
     case ChatFamily::Llama3: out = render_llama3(messages); break;
     case ChatFamily::Llama3_1: out = render_llama3_1(messages, options.date); break;
   }

@@ -9,8 +9,8 @@
 //   std::string prompt = grpo::tok::render_chat(family, grpo::tok::messages_from_json(row["messages"]));
 //   auto ids = tokenizer.encode(prompt, /*add_special_tokens=*/false);
 //
-// Only plain text conversations are rendered: no tools schema, no tool
-// calls, no images.
+// Only text conversations are rendered: no tool_calls fields, no images.
+// Tool schemas (ChatOptions::tools_json) are rendered for Qwen2.5 and Qwen3.
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
@@ -44,6 +44,9 @@ struct ChatOptions {
   // today's date under transformers unless date_string is passed, so pass
   // the date the reference run used to reproduce it.
   std::string date = "26 Jul 2024";
+  // transformers' `tools=`: a JSON array of function schemas, described in
+  // the system turn (Qwen2.5 and Qwen3 only; other families throw). Empty: none.
+  std::string tools_json;
 };
 
 class ChatTemplateError : public ::grpo::UserError {

@@ -73,10 +73,14 @@ GenerationBatch GrpoTrainer::generate(const std::vector<const Prompt*>& prompts,
     requests.push_back(std::move(r));
   }
   GenerationBatch out;
-  out.samples = rollout_.sampler->generate(requests, s_.sampling.options);
-  // What was sampled is the ids: rewards score their decoding by the run's
-  // tokenizer, whatever text the sampler sent (or did not).
-  for (Sample& c : out.samples) c.text = tokenizer_.decode_sampled(c.ids, /*skip_special_tokens=*/true);
+  if (conversations_) {  // multi-turn: the runner decodes each turn itself
+    out.samples = conversations_->run(*rollout_.sampler, requests, s_.sampling.options, trainer_state(), m, prefix);
+  } else {
+    out.samples = rollout_.sampler->generate(requests, s_.sampling.options);
+    // What was sampled is the ids: rewards score their decoding by the run's
+    // tokenizer, whatever text the sampler sent (or did not).
+    for (Sample& c : out.samples) c.text = tokenizer_.decode_sampled(c.ids, /*skip_special_tokens=*/true);
+  }
   double lengths = 0, terminated = 0, terminated_len = 0, truncated = 0, aborted = 0, non_tokens = 0;
   double min_len = 1e30, max_len = 0;
   for (const Sample& c : out.samples) {

@@ -19,6 +19,7 @@
 #include "plugins/plugin_options.h"
 #include "trainer/checkpoint.h"
 #include "trainer/progress_line.h"
+#include "trainer/reward_model.h"
 
 namespace grpo::trainer {
 
@@ -93,7 +94,9 @@ GrpoTrainer::GrpoTrainer(GrpoSettings settings)
   }
   rollout_.stop_ids = model::stop_token_ids(tokenizer_, policy_.policy->config(), s_.model.dir);
 
-  const PromptFormat format = s_.prompts.format(tokenizer_, s_.loss.options.max_completion_length);
+  PromptFormat format = s_.prompts.format(tokenizer_, s_.loss.options.max_completion_length);
+  load_plugins(format.family);  // rewards, the sampler and the multi-turn handler
+  if (handler_) format.tools_json = handler_->tools_json();
   data::BadRows bad{s_.data.skip_bad_rows};
   auto [train_rows, val_rows] = training_and_validation_rows(s_.data, s_.seed, bad);
   prompts_ = std::make_unique<PromptSource>(std::move(train_rows), format, s_.data.shuffle, s_.seed, &bad);
@@ -105,8 +108,6 @@ GrpoTrainer::GrpoTrainer(GrpoSettings settings)
                  "delete)",
                  prompts_->dropped());
   max_steps_ = total_steps(b, prompts_->size());
-
-  load_plugins(format.family);  // rewards and the sampler
 
   policy_.optimizer = make_adamw(s_.optimizer, *policy_.policy);
   const OptimizerSettings& o = s_.optimizer;
@@ -120,28 +121,51 @@ GrpoTrainer::GrpoTrainer(GrpoSettings settings)
                val_prompts_ ? ", " + std::to_string(val_prompts_->size()) + " validation rows" : "");
 }
 
-// The run's reward plugins and its sampler, with the options they get: their
-// sections of plugin_args, their options given as flags (--unit token), and
-// the flags of the table they publish; a flag that nothing reads is warned of.
+// The run's reward plugins, its sampler and its multi-turn handler, with the
+// options they get: their sections of plugin_args, their options given as
+// flags (--unit token), and the flags of the table they publish; a flag that
+// nothing reads is warned of.
 void GrpoTrainer::load_plugins(tok::ChatFamily family) {
-  plugins::check_plugin_args_sections(s_.rewards.plugin_args, s_.rewards.funcs, s_.sampling.sampler, registry_.all());
+  std::vector<std::string> sectioned = s_.rewards.funcs;  // the plugins plugin_args may configure
+  if (!s_.multi_turn.handler.empty()) sectioned.push_back(s_.multi_turn.handler);
+  plugins::check_plugin_args_sections(s_.rewards.plugin_args, sectioned, s_.sampling.sampler, registry_.all());
   // Options of this run's plugins given as flags (--unit token): into the
   // configuration their options are filled from, as the flags of the table are.
   std::vector<plugins::PluginInfo> run_plugins;
   for (const std::string& name : s_.rewards.funcs)
     run_plugins.push_back(registry_.require(name, GRPO_REWARD_INTERFACE).info);
   run_plugins.push_back(registry_.require(s_.sampling.sampler, GRPO_SAMPLER_INTERFACE).info);
+  if (!s_.multi_turn.handler.empty())
+    run_plugins.push_back(registry_.require(s_.multi_turn.handler, GRPO_MULTITURN_INTERFACE).info);
   s_.run.plugin_flag_values = plugins::resolve_plugin_flags(s_.run.config.plugin_flags(), run_plugins);
   for (const auto& [name, value] : s_.run.plugin_flag_values.items()) s_.run.json[name] = value;
   plugin_metrics_ = std::make_shared<plugins::MetricsSink>();
   text_services_ = {&tokenizer_, family};
+  if (!s_.multi_turn.handler.empty()) {
+    const plugins::ResolvedPlugin h = registry_.require(s_.multi_turn.handler, GRPO_MULTITURN_INTERFACE);
+    const nlohmann::json& args = s_.rewards.plugin_args;
+    const nlohmann::json options = plugins::resolve_plugin_options(
+        h.info, s_.run.json, args.is_object() && args.contains(h.info.name) ? args[h.info.name] : nlohmann::json());
+    handler_ = plugins::MultiturnHandler::create(h, options, plugin_metrics_, s_.run.json.dump(), text_services_);
+    conversations_ = std::make_unique<ConversationRunner>(
+        *handler_, tokenizer_, family,
+        ConversationLimits{s_.multi_turn.max_turns, s_.loss.options.max_completion_length, s_.multi_turn.total_scope});
+  }
+  // Reward models, then the environment's reward: the columns after the plugins'.
+  std::vector<std::unique_ptr<rewards::HostReward>> host_rewards;
+  for (const std::string& dir : s_.rewards.models)
+    host_rewards.push_back(
+        std::make_unique<RewardModel>(dir, s_.model.dtype, policy_.policy->parameters().front().device()));
+  if (handler_ && handler_->has_reward())
+    host_rewards.push_back(std::make_unique<rewards::EnvironmentReward>(handler_->name()));
   rewards_ = std::make_unique<rewards::RewardSet>(registry_, s_.rewards.funcs, s_.rewards.weights, s_.run.json,
                                                   s_.rewards.plugin_args, plugin_metrics_, s_.num_threads,
-                                                  text_services_, s_.rewards.isolation);
+                                                  text_services_, s_.rewards.isolation, std::move(host_rewards));
   create_sampler();  // sampler_weights.cpp
 
   // Flags the user set that neither the settings nor a loaded plugin read.
   std::set<std::string, std::less<>> used = s_.run.flags_read;
+  if (handler_) add_plugin_flags(used, registry_.require(handler_->name(), GRPO_MULTITURN_INTERFACE).info);
   for (const auto& fn : rewards_->functions()) add_plugin_flags(used, fn->info());
   add_plugin_flags(used, registry_.require(s_.sampling.sampler, GRPO_SAMPLER_INTERFACE).info);
   config::warn_unused_flags(s_.run.config, used, "this trainer");

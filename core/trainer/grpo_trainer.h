@@ -13,11 +13,13 @@
 #include <torch/optim/adamw.h>
 
 #include "model/transformer.h"
+#include "plugins/multiturn_handler.h"
 #include "plugins/plugin_registry.h"
 #include "plugins/sampler_client.h"
 #include "rewards/reward_set.h"
 #include "tokenizer/tokenizer.h"
 #include "trainer/completion_log.h"
+#include "trainer/conversations.h"
 #include "trainer/generation_batch.h"
 #include "trainer/lr_schedule.h"
 #include "trainer/micro_batches.h"
@@ -72,7 +74,7 @@ class GrpoTrainer {
   void train();
 
  private:
-  void load_plugins(tok::ChatFamily family);  // rewards and the sampler, with their options
+  void load_plugins(tok::ChatFamily family);  // rewards, the sampler, the multi-turn handler, with their options
 
   // grpo_step.cpp: the step, phase by phase.
   Metrics step();
@@ -115,6 +117,8 @@ class GrpoTrainer {
   plugins::PluginRegistry registry_;
   std::unique_ptr<PromptSource> prompts_, val_prompts_;
   std::unique_ptr<rewards::RewardSet> rewards_;
+  std::unique_ptr<plugins::MultiturnHandler> handler_;    // null for single-turn rollouts
+  std::unique_ptr<ConversationRunner> conversations_;     // drives handler_
   std::shared_ptr<plugins::MetricsSink> plugin_metrics_;
   plugins::TextServices text_services_;  // the run's tokenizer and chat format, for plugins
   std::unique_ptr<RunLog> log_;

@@ -10,7 +10,8 @@ std::vector<MicroBatch> split_micro_batches(const GenerationBatch& batch, const 
   double active = 0;
   bool all_logprobs = true;  // a sampler that reports none leaves sampler_logp undefined
   for (const Sample& s : batch.samples) {
-    if (s.carries_loss(overlong_filter)) active += static_cast<double>(s.ids.size());
+    if (s.carries_loss(overlong_filter))
+      for (size_t t = 0; t < s.ids.size(); ++t) active += s.sampled_at(t) ? 1.0 : 0.0;
     all_logprobs = all_logprobs && s.logprobs.size() == s.ids.size();
   }
   at::Tensor adv = advantages.to(at::kFloat);

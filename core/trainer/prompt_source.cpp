@@ -33,7 +33,9 @@ PromptSource::PromptSource(std::vector<data::Row> rows, const PromptFormat& form
       continue;
     }
     Prompt p;
-    p.ids = tok::encode_chat_prompt(*format.tokenizer, format.family, tok::messages_from_json(messages));
+    tok::ChatOptions chat;
+    chat.tools_json = format.tools_json;
+    p.ids = tok::encode_chat_prompt(*format.tokenizer, format.family, tok::messages_from_json(messages), chat);
     const auto limit = static_cast<size_t>(format.max_prompt_tokens);
     if (format.max_prompt_tokens > 0 && p.ids.size() > limit) {
       if (format.truncation == Truncation::Delete) {

@@ -24,6 +24,7 @@ struct PromptFormat {
   std::string system;
   int64_t max_prompt_tokens = 0;
   Truncation truncation = Truncation::Left;
+  std::string tools_json;  // a multi-turn handler's tool schemas, described in the system turn; empty: none
 };
 
 // The rows of every dataset spec, in order (`bad`: see data::load_rows).

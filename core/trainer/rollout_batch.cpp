@@ -13,6 +13,7 @@ struct RowView {
   const std::vector<int32_t>* completion;
   bool truncated;
   bool carries_loss;
+  const std::vector<uint8_t>* sampled = nullptr;  // multi-turn: appended ids (0) carry no loss
 };
 
 RolloutBatch lay_out(const std::vector<RowView>& rows, int64_t pad_id, at::Device device) {
@@ -42,7 +43,8 @@ RolloutBatch lay_out(const std::vector<RowView>& rows, int64_t pad_id, at::Devic
     for (size_t t = 0; t < s.completion->size(); ++t) {
       id_acc[i][Pi + static_cast<int64_t>(t)] = (*s.completion)[t];
       att_acc[i][Pi + static_cast<int64_t>(t)] = 1;
-      mask_acc[i][static_cast<int64_t>(t)] = s.carries_loss ? 1.0f : 0.0f;
+      const bool policy_token = !s.sampled || s.sampled->empty() || (*s.sampled)[t];
+      mask_acc[i][static_cast<int64_t>(t)] = s.carries_loss && policy_token ? 1.0f : 0.0f;
     }
     truncated[i] = s.truncated;
   }
@@ -73,7 +75,7 @@ RolloutBatch make_rollout_batch(const std::vector<Sample>& samples, size_t begin
   for (size_t i = begin; i < begin + count; ++i) {
     const Sample& s = samples.at(i);
     if (!s.prompt) throw std::invalid_argument("a sample without its prompt");
-    rows.push_back({&s.prompt->ids, &s.ids, s.truncated(), s.carries_loss(overlong_filter)});
+    rows.push_back({&s.prompt->ids, &s.ids, s.truncated(), s.carries_loss(overlong_filter), &s.sampled});
   }
   return lay_out(rows, pad_id, device);
 }

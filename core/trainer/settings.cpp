@@ -114,6 +114,7 @@ RewardSettings read_reward_settings(config::SettingsReader& r) {
   s.plugins = r.texts("plugins");
   s.funcs = r.texts("reward_funcs");
   s.weights = r.reals("reward_weights");
+  s.models = r.texts("reward_model");
   s.plugin_args = r.json("plugin_args");
   s.tolerate_errors = r.flag("tolerate_reward_errors");
   s.isolation.process = r.choice<bool>("plugin_isolation", {{"none", false}, {"process", true}});
@@ -178,6 +179,9 @@ GrpoSettings GrpoSettings::from(const config::Config& cfg) {
   l.is_mode = r.choice("vllm_importance_sampling_mode", is_correction_mode_names());
   l.is_cap = r.real("vllm_importance_sampling_clip_max");
 
+  s.multi_turn.handler = r.text("multi_turn_scheduler");
+  s.multi_turn.max_turns = r.optional_integer("max_turns");
+  s.multi_turn.total_scope = r.choice<bool>("completion_length_limit_scope", {{"per_round", false}, {"total", true}});
   s.ref_sync.enabled = r.flag("sync_ref_model");
   s.ref_sync.every = r.integer("ref_model_sync_steps");
   s.ref_sync.alpha = r.real("ref_model_mixup_alpha");
@@ -201,7 +205,8 @@ GrpoSettings GrpoSettings::from(const config::Config& cfg) {
         "--sync_ref_model needs a reference model, and --beta 0 loads none: set --beta > 0 or drop it");
   check(s.model.dir.empty(), "training needs --model DIR (a Hugging Face model directory)");
   check(s.data.datasets.empty(), "training needs --dataset rows.jsonl");
-  check(s.rewards.funcs.empty(), "training needs --reward_funcs (e.g. accuracy format)");
+  check(s.rewards.funcs.empty() && s.rewards.models.empty(),
+        "training needs --reward_funcs (e.g. accuracy format) or --reward_model DIR");
   refuse(problems);
   return s;
 }

@@ -79,6 +79,14 @@ struct SamplingSettings {
   int64_t max_resample_times = 3;
 };
 
+// Multi-turn rollouts (ms-swift's multi_turn_scheduler, max_turns,
+// completion_length_limit_scope).
+struct MultiTurnSettings {
+  std::string handler;               // the grpo.multiturn plugin; empty: single-turn
+  std::optional<int64_t> max_turns;  // policy turns; unset: until the handler or the length ends it
+  bool total_scope = false;          // max_completion_length bounds all turns together, not each
+};
+
 struct LossSettings {
   LossOptions options;  // loss_type, importance level, epsilons, delta, beta, GA, max_completion_length
   ScaleRewards scale = ScaleRewards::Group;
@@ -122,6 +130,7 @@ struct RewardSettings {
   std::vector<std::string> plugins;  // --plugins
   std::vector<std::string> funcs;
   std::vector<double> weights;  // empty: all 1.0
+  std::vector<std::string> models;  // --reward_model directories, scored after funcs
   nlohmann::json plugin_args = nlohmann::json::object();
   bool tolerate_errors = false;  // a run whose rewards failed on some batches still exits 0
   plugins::Isolation isolation;  // --plugin_isolation, --reward_timeout
@@ -142,6 +151,7 @@ struct GrpoSettings {
   DataSettings data;
   BatchSettings batch;
   SamplingSettings sampling;
+  MultiTurnSettings multi_turn;
   LossSettings loss;
   RefSyncSettings ref_sync;
   OptimizerSettings optimizer;

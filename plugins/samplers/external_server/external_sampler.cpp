@@ -96,6 +96,12 @@ grpo_status create(const grpo_host_api* host_api, grpo_str config, grpo_sampler_
   });
 }
 
+// The request's own token budget (a multi-turn conversation near its total), else the params'.
+int32_t request_budget(const grpo_generate_request& r, const grpo_sampling_params& p) {
+  const bool own = GRPO_HAS_FIELD(&r, grpo_generate_request, max_new_tokens) && r.max_new_tokens > 0;
+  return own ? std::min(r.max_new_tokens, p.max_new_tokens) : p.max_new_tokens;
+}
+
 // One /generate/ call per request: each carries its own seed and stop ids, and
 // the server batches calls that arrive together into one engine step.
 json request_body(const grpo_generate_request& r, const grpo_sampling_params& p) {
@@ -113,7 +119,7 @@ json request_body(const grpo_generate_request& r, const grpo_sampling_params& p)
               {"top_k", p.top_k > 0 ? p.top_k : -1},
               {"min_p", p.min_p},
               {"repetition_penalty", p.repetition_penalty},
-              {"max_tokens", p.max_new_tokens},
+              {"max_tokens", request_budget(r, p)},
               {"logprobs", p.return_logprobs ? json(0) : json(nullptr)},
               {"generation_kwargs", kwargs}};
 }
@@ -190,7 +196,7 @@ grpo_status generate(grpo_sampler_instance* self, const grpo_generate_request* r
         c.logprobs = params->return_logprobs ? logprobs.data() : nullptr;
         c.text = grpo::str(text);
         // A server that stopped short of max_tokens on a stop id of its own (its eos) stopped, too.
-        const bool full = static_cast<int64_t>(ids.size()) >= params->max_new_tokens;
+        const bool full = static_cast<int64_t>(ids.size()) >= request_budget(r, *params);
         c.finish_reason = cut.stopped || !full ? GRPO_FINISH_STOP : GRPO_FINISH_LENGTH;
         sink(sink_ctx, &c);
       }

@@ -69,6 +69,8 @@ grpo_status generate(grpo_sampler_instance* self, const grpo_generate_request* r
       g.n = r->n;
       g.seed = r->seed;
       g.stop_ids.assign(r->stop_ids, r->stop_ids + r->n_stop_ids);
+      if (GRPO_HAS_FIELD(r, grpo_generate_request, max_new_tokens) && r->max_new_tokens > 0)
+        g.max_new_tokens = r->max_new_tokens;
       reqs.push_back(std::move(g));
       ids.push_back(r->request_id);
     }

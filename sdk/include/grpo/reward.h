@@ -45,8 +45,13 @@ typedef struct grpo_reward_sample {
   const grpo_column* columns;    /* every dataset column of the row */
   size_t n_columns;
   grpo_str columns_json;         /* the same columns as one JSON object */
+  /* Since 1.2 — check with GRPO_HAS_FIELD. A multi-turn rollout's whole
+   * conversation as a JSON array of messages: the prompt's, then every policy
+   * turn (assistant) and every message the handler appended (user, tool);
+   * `completion` is its last assistant turn. Empty for a single-turn rollout. */
+  grpo_str conversation_json;
 } grpo_reward_sample;
-#define GRPO_REWARD_SAMPLE_STRUCT_SIZE GRPO_STRUCT_SIZE(grpo_reward_sample, columns_json)
+#define GRPO_REWARD_SAMPLE_STRUCT_SIZE GRPO_STRUCT_SIZE(grpo_reward_sample, conversation_json)
 
 /* Rationale: samples are `sample_stride` bytes apart rather than
  * sizeof(grpo_reward_sample), so a newer host with a larger sample struct

@@ -42,8 +42,13 @@ typedef struct grpo_generate_request {
   uint64_t seed;                /* completion i uses a seed derived from (seed, i): never equal copies */
   const int32_t* stop_ids;      /* token ids that end a completion (eos, ...) */
   size_t n_stop_ids;
+  /* Since 1.2 — check with GRPO_HAS_FIELD. This request's token budget when
+   * it is below params->max_new_tokens (a multi-turn conversation near its
+   * total length); 0: the params' value. A sampler that ignores it is cut by
+   * the host, which then reports GRPO_FINISH_LENGTH itself. */
+  int32_t max_new_tokens;
 } grpo_generate_request;
-#define GRPO_GENERATE_REQUEST_STRUCT_SIZE GRPO_STRUCT_SIZE(grpo_generate_request, n_stop_ids)
+#define GRPO_GENERATE_REQUEST_STRUCT_SIZE GRPO_STRUCT_SIZE(grpo_generate_request, max_new_tokens)
 
 typedef int32_t grpo_finish_reason;
 #define GRPO_FINISH_STOP 0   /* a stop id or stop string */

@@ -370,6 +370,7 @@ detail::PluginRecord reward() {
 // A library holding one reward class.
 #define GRPO_EXPORT_REWARD(RewardClass) GRPO_EXPORT_PLUGINS(::grpo::reward<RewardClass>())
 
-#include "grpo/sdk_sampler.hpp"  // the sampler layer, built on the above
+#include "grpo/sdk_sampler.hpp"    // the sampler layer, built on the above
+#include "grpo/sdk_multiturn.hpp"  // the multi-turn layer, likewise
 
 #endif  // GRPO_SDK_HPP

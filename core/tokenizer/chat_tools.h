@@ -1,0 +1,30 @@
+// Tools in chat templates (transformers' apply_chat_template(..., tools=)):
+// the system turn in which Qwen2.5 and Qwen3 describe the functions a model
+// may call, and the `tojson` filter those templates print them with.
+// Internal to the tokenizer library; callers set ChatOptions::tools_json.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "tokenizer/chat_template.h"
+
+namespace grpo::tok {
+
+// json.dumps(s, ensure_ascii=False) of one string: transformers' `tojson`.
+std::string python_json_string(std::string_view s);
+
+// json.dumps(value, ensure_ascii=False) with Python's default separators
+// (", " and ": ") and the keys in their given order: `tojson` on any value.
+std::string python_json_dumps(const nlohmann::ordered_json& value);
+
+// The system turn a tools-aware template writes first: `system` (the first
+// message's content, or null for none) followed by the "# Tools" section
+// listing every schema of the JSON array `tools_json`. Throws
+// ChatTemplateError for a family whose template has no tools section, or for
+// tools_json that is not a JSON array of objects.
+std::string tools_system_turn(ChatFamily family, const std::string* system, const std::string& tools_json);
+
+}  // namespace grpo::tok
