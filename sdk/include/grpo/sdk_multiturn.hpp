@@ -16,6 +16,7 @@
 //   State begin(const grpo::ConversationInfo&)  — a new conversation's state
 //   std::string tools_json() const              — tool schemas for the chat template
 //   double reward(State&, const grpo::Turn& last) with has_reward = true
+//   void end(State&)                            — the conversation is over
 #ifndef GRPO_SDK_MULTITURN_HPP
 #define GRPO_SDK_MULTITURN_HPP
 
@@ -111,6 +112,7 @@ struct MultiturnBase {
   State begin(const ConversationInfo&) { return State{}; }
   std::string tools_json() const { return {}; }
   double reward(State&, const Turn&) { return std::numeric_limits<double>::quiet_NaN(); }
+  void end(State&) {}  // the conversation is over; the state is destroyed right after
 };
 
 namespace detail {
@@ -158,7 +160,14 @@ struct MultiturnThunks {
                             double* out, grpo_error* err) {
     return guarded(err, [&] { *out = of(self).impl->reward(state(conv), Turn(last)); });
   }
-  static void end(grpo_multiturn_instance*, grpo_conversation* conv) { delete reinterpret_cast<State*>(conv); }
+  static void end(grpo_multiturn_instance* self, grpo_conversation* conv) {
+    State* s = reinterpret_cast<State*>(conv);
+    try {
+      of(self).impl->end(*s);
+    } catch (...) {  // end() returns nothing: a failure there frees the state all the same
+    }
+    delete s;
+  }
   static void destroy(grpo_multiturn_instance* self) { delete &of(self); }
   static const grpo_multiturn_api* api() {
     static const grpo_multiturn_api table = {

@@ -1,0 +1,104 @@
+// --reward_model on a tiny Qwen2ForSequenceClassification checkpoint written
+// here: the tiny causal model's body plus a random `score` head, config.json
+// as transformers writes a sequence classifier's. The independent
+// computation is the causal model's own hidden state at the chosen token
+// through the head.
+#include "trainer/reward_model.h"
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include "cli/cli_util.h"
+#include "model/checkpoint_files.h"
+#include "model/weights.h"
+
+using namespace grpo;
+using grpo::testing::read_file;
+using grpo::testing::tiny_run_dir;
+using grpo::testing::write_file;
+using nlohmann::json;
+
+namespace {
+
+constexpr int64_t kPad = 257;
+
+// dir/rm: the tiny model as a one-label sequence classifier; returns its head.
+at::Tensor write_reward_model(const std::string& dir, json edit = json::object()) {
+  model::CausalLM lm = model::load_model(dir + "/model");
+  std::vector<std::pair<std::string, at::Tensor>> tensors;
+  for (const auto& p : lm->named_parameters())
+    if (p.key().rfind("lm_head", 0) != 0) tensors.emplace_back(p.key(), p.value());
+  torch::manual_seed(11);
+  const at::Tensor head = torch::randn({1, lm->config().hidden_size});
+  tensors.emplace_back("score.weight", head);
+  model::save_model_tensors(lm->config(), tensors, dir + "/rm", dir + "/model");
+  json config = json::parse(read_file(dir + "/rm/config.json"));
+  config["architectures"] = {"Qwen2ForSequenceClassification"};
+  config["id2label"] = {{"0", "LABEL_0"}};
+  config["label2id"] = {{"LABEL_0", 0}};
+  config["pad_token_id"] = kPad;
+  config.update(edit);
+  write_file(dir + "/rm/config.json", config.dump(2));
+  return head;
+}
+
+// The oracle: the causal model's last hidden state at `at` through the head.
+double oracle(const std::string& dir, const at::Tensor& head, const std::vector<int32_t>& ids, int64_t at) {
+  model::CausalLM lm = model::load_model(dir + "/model");
+  torch::NoGradGuard no_grad;
+  at::Tensor input = at::tensor(std::vector<int64_t>(ids.begin(), ids.end())).unsqueeze(0);
+  return at::dot(head[0], lm->hidden_states(input)[0][at]).item<double>();
+}
+
+}  // namespace
+
+TEST(RewardModel, ScoresTheLastNonPadTokenThroughTheScoreHead) {
+  const std::string dir = tiny_run_dir("reward_model_score");
+  const at::Tensor head = write_reward_model(dir);
+  trainer::RewardModel rm(dir + "/rm", at::kFloat);
+  EXPECT_EQ(rm.name(), "rm");  // the directory's basename names its metrics
+  const std::vector<int32_t> ids = {60, 61, 62, 63};
+  EXPECT_NEAR(rm.score_ids(ids), oracle(dir, head, ids, 3), 1e-5);
+  // Trailing pad tokens are skipped, as transformers picks the last non-pad token.
+  std::vector<int32_t> padded = ids;
+  padded.insert(padded.end(), {static_cast<int32_t>(kPad), static_cast<int32_t>(kPad)});
+  EXPECT_NEAR(rm.score_ids(padded), oracle(dir, head, padded, 3), 1e-5);
+  EXPECT_GT(std::abs(oracle(dir, head, padded, 5) - oracle(dir, head, padded, 3)), 1e-4);  // the rule matters
+}
+
+TEST(RewardModel, ScoresPromptAndCompletionInItsOwnTemplate) {
+  const std::string dir = tiny_run_dir("reward_model_template");
+  const at::Tensor head = write_reward_model(dir);
+  trainer::RewardModel rm(dir + "/rm", at::kFloat);
+  Prompt prompt;
+  prompt.messages_json = R"([{"role": "user", "content": "1+1=?"}])";
+  Sample s;
+  s.prompt = &prompt;
+  s.text = "2";
+  EXPECT_EQ(rm.text_of(s), "<|im_start|>user\n1+1=?<|im_end|>\n<|im_start|>assistant\n2<|im_end|>\n");
+  const tok::Tokenizer tokenizer = tok::Tokenizer::from_dir(dir + "/rm");
+  const std::vector<int32_t> ids = tokenizer.encode(rm.text_of(s), false);
+  const std::vector<double> scores = rm.score({s, s});
+  ASSERT_EQ(scores.size(), 2u);
+  EXPECT_NEAR(scores[0], oracle(dir, head, ids, static_cast<int64_t>(ids.size()) - 1), 1e-5);
+  EXPECT_EQ(scores[0], scores[1]);
+}
+
+TEST(RewardModel, RefusesWhatIsNoSingleLabelClassifier) {
+  const std::string dir = tiny_run_dir("reward_model_refuses");
+  auto error = [](const std::string& path) {
+    try {
+      trainer::RewardModel rm(path, at::kFloat);
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error(dir + "/model").find("not a sequence classifier"), std::string::npos) << error(dir + "/model");
+  write_reward_model(dir, {{"id2label", {{"0", "A"}, {"1", "B"}}}});
+  EXPECT_NE(error(dir + "/rm").find("it has 2 labels"), std::string::npos) << error(dir + "/rm");
+  EXPECT_NE(error(dir + "/missing").find("no config.json"), std::string::npos);
+}
