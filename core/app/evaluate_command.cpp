@@ -2,21 +2,47 @@
 
 #include <cstdio>
 
+#include <grpo/multiturn.h>
 #include <grpo/reward.h>
 
 #include "config/config.h"
-#include "model/stop_ids.h"
-#include "plugins/plugin_options.h"
-#include "trainer/settings.h"
 #include "model/engine.h"
-#include "model/threads.h"
 #include "model/lora_files.h"
+#include "model/stop_ids.h"
+#include "model/threads.h"
 #include "model/weights.h"
+#include "plugins/plugin_options.h"
 #include "rewards/reward_set.h"
 #include "tokenizer/chat_prompt.h"
+#include "trainer/conversations.h"
 #include "trainer/prompt_source.h"
+#include "trainer/settings.h"
 
 namespace grpo::app {
+
+namespace {
+
+// The engine as a generate call: requests in, one Sample per completion.
+std::vector<Sample> generate_with(model::Engine& engine, const model::SamplingParams& params,
+                                  const std::vector<plugins::SampleRequest>& requests) {
+  std::vector<model::GenerateRequest> reqs;
+  for (const plugins::SampleRequest& r : requests)
+    reqs.push_back({r.prompt_ids, r.n, r.seed, r.stop_ids, r.max_new_tokens > 0 ? r.max_new_tokens : -1});
+  std::vector<Sample> out;
+  for (model::Completion& c : engine.generate(reqs, params)) {
+    Sample x;
+    x.prompt = requests[c.request].prompt;
+    x.request = c.request;
+    x.index = static_cast<uint32_t>(c.index);
+    x.finish = c.finish == model::FinishReason::Length ? FinishReason::Length : FinishReason::Stop;
+    x.ids = std::move(c.ids);
+    x.logprobs = std::move(c.logprobs);
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+}  // namespace
 
 int run_evaluate_command(const std::vector<std::string>& args) {
   config::ParseResult parsed = config::parse(args, config::ParseOptions{{"sample"}, 0, false});
@@ -25,8 +51,27 @@ int run_evaluate_command(const std::vector<std::string>& args) {
   model::configure_cpu_threads(s.num_threads);
 
   tok::Tokenizer tokenizer = tok::Tokenizer::from_dir(dir);
-  trainer::PromptSource prompts(s.datasets, tokenizer, tok::chat_family_for(tokenizer, s.prompts.template_name),
-                                s.prompts.system, /*shuffle=*/false, 0);
+  const tok::ChatFamily family = tok::chat_family_for(tokenizer, s.prompts.template_name);
+  plugins::PluginSources sources;
+  sources.files = s.rewards.plugins;
+  plugins::PluginRegistry registry = plugins::PluginRegistry::discover(sources);
+  std::vector<std::string> sectioned = s.rewards.funcs;
+  if (!s.multi_turn.handler.empty()) sectioned.push_back(s.multi_turn.handler);
+  plugins::check_plugin_args_sections(s.rewards.plugin_args, sectioned, "", registry.all());
+  auto metrics_sink = std::make_shared<plugins::MetricsSink>();
+  const plugins::TextServices text{&tokenizer, family};
+  std::unique_ptr<plugins::MultiturnHandler> handler;
+  if (!s.multi_turn.handler.empty()) {
+    const plugins::ResolvedPlugin h = registry.require(s.multi_turn.handler, GRPO_MULTITURN_INTERFACE);
+    const nlohmann::json& a = s.rewards.plugin_args;
+    handler = plugins::MultiturnHandler::create(
+        h, plugins::resolve_plugin_options(h.info, s.run.json, a.is_object() && a.contains(h.info.name) ? a[h.info.name] : nlohmann::json()),
+        metrics_sink, s.run.json.dump(), text, s.multi_turn.timeout_s);
+  }
+
+  trainer::PromptFormat format{&tokenizer, family, s.prompts.system};
+  if (handler) format.tools_json = handler->tools_json();
+  trainer::PromptSource prompts(trainer::load_dataset_rows(s.datasets), format, /*shuffle=*/false, 0);
   std::vector<const Prompt*> rows = prompts.next(prompts.size());
   model::Engine engine(model::load_model_or_adapter(dir), &tokenizer);  // a LoRA checkpoint too
   const std::vector<int32_t> stop_ids = model::stop_token_ids(tokenizer, engine.model()->config(), dir);
@@ -40,33 +85,47 @@ int run_evaluate_command(const std::vector<std::string>& args) {
   } else {
     params.top_k = 1;
   }
-  std::vector<model::GenerateRequest> requests;
-  for (size_t i = 0; i < rows.size(); ++i) requests.push_back({rows[i]->ids, 1, s.seed + i, stop_ids});
-  std::vector<Sample> samples;
-  double length = 0;
-  for (model::Completion& c : engine.generate(requests, params)) {
-    Sample x;
-    x.prompt = rows[c.request];
-    x.request = c.request;
-    x.text = tokenizer.decode_sampled(c.ids, /*skip_special_tokens=*/true);
-    x.finish = c.finish == model::FinishReason::Length ? FinishReason::Length : FinishReason::Stop;
-    length += static_cast<double>(c.ids.size());
-    x.ids = std::move(c.ids);
-    samples.push_back(std::move(x));
+  std::vector<plugins::SampleRequest> requests;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    plugins::SampleRequest r;
+    r.prompt_ids = rows[i]->ids;
+    r.seed = s.seed + i;
+    r.stop_ids = stop_ids;
+    r.prompt = rows[i];
+    requests.push_back(std::move(r));
   }
-  plugins::PluginSources sources;
-  sources.files = s.rewards.plugins;
-  plugins::PluginRegistry registry = plugins::PluginRegistry::discover(sources);
-  plugins::check_plugin_args_sections(s.rewards.plugin_args, s.rewards.funcs, "", registry.all());
-  rewards::RewardSet set(registry, s.rewards.funcs, s.rewards.weights, s.run.json, s.rewards.plugin_args,
-                         std::make_shared<plugins::MetricsSink>(), s.num_threads);
+  const trainer::GenerateFn generate = [&](const std::vector<plugins::SampleRequest>& r) {
+    return generate_with(engine, params, r);
+  };
+  std::map<std::string, double> metrics;
+  std::vector<Sample> samples;
+  if (handler) {
+    trainer::ConversationRunner runner(*handler, tokenizer, family,
+                                       {s.multi_turn.max_turns, s.sampling.max_new_tokens, s.multi_turn.total_scope});
+    samples = runner.run(generate, requests, {}, metrics);
+  } else {
+    samples = generate(requests);
+    for (Sample& x : samples) x.text = tokenizer.decode_sampled(x.ids, /*skip_special_tokens=*/true);
+  }
+  double length = 0;
+  for (const Sample& x : samples) length += static_cast<double>(x.ids.size());
+
+  std::vector<std::unique_ptr<rewards::HostReward>> host_rewards;
+  if (handler && handler->has_reward()) host_rewards.push_back(std::make_unique<rewards::EnvironmentReward>(handler->name()));
+  rewards::RewardSet set(registry, s.rewards.funcs, s.rewards.weights, s.run.json, s.rewards.plugin_args, metrics_sink,
+                         s.num_threads, text, {}, std::move(host_rewards));
   rewards::RewardMatrix m = set.score(samples, {});
   std::printf("%s on %zu rows (%s)\n", dir.c_str(), samples.size(), parsed.extras.count("sample") ? "sampled" : "greedy");
   for (size_t f = 0; f < m.names.size(); ++f)
     std::printf("  %-20s %.4f\n", m.names[f].c_str(), rewards::nanmean(m.by_fn[f]));
   std::printf("  %-20s %.4f\n  %-20s %.1f\n", "weighted reward", rewards::nanmean(m.total), "mean length (tokens)",
               length / static_cast<double>(samples.size()));
-  if (!samples.empty()) std::printf("  first completion: %s\n", samples[0].text.c_str());
+  if (handler)
+    std::printf("  %-20s %.3f\n  %-20s %.3f\n  %-20s %.2f\n", "tool calls/rollout", metrics["tools/call_frequency"],
+                "tool failure rate", metrics["tools/failure_frequency"], "turns (mean)", metrics["turns/mean"]);
+  if (!samples.empty())
+    std::printf("  first completion: %s\n",
+                handler ? samples[0].conversation_json.c_str() : samples[0].text.c_str());
   return 0;
 }
 

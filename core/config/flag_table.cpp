@@ -210,10 +210,10 @@ std::vector<FlagSpec> build_table() {
   add(texts("plugins", json::array(), "plugin .so files to load").hint("PATH...").alias("external_plugins"));
   add(text("multi_turn_scheduler", nullptr, "multi-turn handler plugin: math_tip_trick, calculator or a plugin's name")
           .hint("NAME").alias("multi_turn_func"));
-  add(integer("max_turns", nullptr, "most policy turns of a multi-turn rollout (unset: until the handler ends it)")
-          .at_least(1));
+  add(integer("max_turns", nullptr, "most policy turns of a multi-turn rollout (unset: until it ends)").at_least(1));
   add(text("completion_length_limit_scope", "per_round", "multi-turn: max_completion_length per turn or in total")
           .hint("SCOPE").choices({"per_round", "total"}));
+  add(real("multi_turn_timeout", 60.0, "seconds a multi-turn handler call may take (0: no limit)").at_least(0));
   add(mapping("plugin_args", "per-plugin options keyed by plugin name, e.g. '{\"my_reward\": {\"threshold\": 1024}}'"));
   add(text("sampler", "native", "sampler plugin: native (in-process) or external_server (rollout server over HTTP)")
           .hint("NAME").finish(finish_sampler));

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 
 #include <fmt/format.h>
@@ -16,13 +17,9 @@ namespace {
 
 grpo_str as_str(const std::string& s) { return grpo_str{s.data(), s.size()}; }
 
-struct Appended {
-  std::vector<tok::ChatMessage>* messages;
-};
-
+// host_ctx is the call's vector of appended messages.
 void append_message(void* ctx, grpo_str role, grpo_str content) {
-  auto* a = static_cast<Appended*>(ctx);
-  a->messages->push_back({std::string(role.data ? role.data : "", role.size),
+  static_cast<std::vector<tok::ChatMessage>*>(ctx)->push_back({std::string(role.data ? role.data : "", role.size),
                           std::string(content.data ? content.data : "", content.size)});
 }
 
@@ -37,33 +34,42 @@ int32_t finish_code(FinishReason f) {
   return f == FinishReason::Stop ? GRPO_FINISH_STOP : f == FinishReason::Length ? GRPO_FINISH_LENGTH : GRPO_FINISH_ABORT;
 }
 
-// The C view of a turn; `columns` and `state` hold what it points at.
-grpo_turn_input turn_input(const TurnView& turn, std::vector<grpo_column>& columns, grpo_trainer_state& state) {
-  static const std::string kEmpty = "{}";
-  columns = column_views(turn.columns);
-  state = {GRPO_TRAINER_STATE_STRUCT_SIZE, turn.state.global_step, turn.state.max_steps, turn.state.epoch};
-  return {GRPO_TURN_INPUT_STRUCT_SIZE,
-          as_str(turn.conversation_json),
-          as_str(turn.completion),
-          turn.ids ? turn.ids->data() : nullptr,
-          turn.ids ? turn.ids->size() : 0,
-          finish_code(turn.finish),
-          turn.turn,
-          turn.tokens_left,
-          columns.data(),
-          columns.size(),
-          as_str(turn.columns ? turn.columns->json : kEmpty),
-          &state};
-}
-
 }  // namespace
+
+// One call's inputs and outputs, owned jointly by the caller and the worker
+// thread: a call abandoned past its deadline may still read and write them.
+struct MultiturnHandler::Call {
+  explicit Call(const TurnView& turn)
+      : conversation_json(turn.conversation_json),
+        completion(turn.completion),
+        ids(turn.ids ? *turn.ids : std::vector<int32_t>()),
+        columns(turn.columns ? *turn.columns : RowColumns{{}, "{}"}),
+        views(column_views(&columns)),
+        state{GRPO_TRAINER_STATE_STRUCT_SIZE, turn.state.global_step, turn.state.max_steps, turn.state.epoch},
+        input{GRPO_TURN_INPUT_STRUCT_SIZE, as_str(conversation_json), as_str(completion), ids.data(), ids.size(),
+              finish_code(turn.finish), turn.turn, turn.tokens_left, views.data(), views.size(),
+              as_str(columns.json), &state} {}
+  std::string conversation_json, completion;
+  std::vector<int32_t> ids;
+  RowColumns columns;
+  std::vector<grpo_column> views;
+  grpo_trainer_state state;
+  grpo_turn_input input;
+  std::vector<tok::ChatMessage> appended;
+  grpo_turn_output output{};
+  grpo_error err{};
+  grpo_status status = GRPO_OK;
+  double value = std::numeric_limits<double>::quiet_NaN();
+};
 
 std::unique_ptr<MultiturnHandler> MultiturnHandler::create(const ResolvedPlugin& plugin, const nlohmann::json& options,
                                                            std::shared_ptr<MetricsSink> metrics,
-                                                           const std::string& run_config_json, TextServices text) {
+                                                           const std::string& run_config_json, TextServices text,
+                                                           double timeout_s) {
   install_crash_handlers();
   std::unique_ptr<MultiturnHandler> h(new MultiturnHandler());
   h->plugin_ = plugin;
+  h->timeout_s_ = timeout_s;
   const auto* table =
       static_cast<const grpo_multiturn_api*>(plugin.library->factory(plugin.info.name, GRPO_MULTITURN_INTERFACE));
   if (!table)
@@ -93,108 +99,98 @@ std::unique_ptr<MultiturnHandler> MultiturnHandler::create(const ResolvedPlugin&
 }
 
 MultiturnHandler::~MultiturnHandler() {
-  if (instance_) {
-    PluginCallScope scope(plugin_.info.name.c_str(), plugin_.info.file.c_str(), "destroy");
-    api_.destroy(instance_);
+  if (!instance_) return;
+  if (worker_.stuck()) {  // destroying it, or unloading its code, under a running call would crash
+    spdlog::warn("multi-turn handler '{}' is still stuck in a call; its instance is left as it is", name());
+    new std::shared_ptr<PluginLibrary>(plugin_.library);  // never unloaded
+    services_.release();                                  // the call may still use them
+    return;
   }
+  PluginCallScope scope(plugin_.info.name.c_str(), plugin_.info.file.c_str(), "destroy");
+  api_.destroy(instance_);
 }
 
-void MultiturnHandler::report(const char* call, const grpo_error& err, grpo_status status) {
+bool MultiturnHandler::call(const char* what, const std::function<grpo_status(grpo_error*)>& body,
+                            const std::shared_ptr<Call>& record) {
+  const bool was_stuck = worker_.stuck();
+  const bool returned = !was_stuck && worker_.run(
+                                          [this, what, body, record] {
+                                            PluginCallScope scope(plugin_.info.name.c_str(), plugin_.info.file.c_str(), what);
+                                            record->status = body(&record->err);
+                                          },
+                                          timeout_s_);
+  if (returned && record->status == GRPO_OK) return true;
   ++failures_;
-  spdlog::error("multi-turn handler '{}' ({}): {}() failed (status {}): {}; that conversation ends here, its "
-                "rewards count as no opinion (NaN) and training goes on",
-                name(), plugin_.info.file, call, status, err.message);
+  const std::string why =
+      returned ? fmt::format("{}() failed (status {}): {}", what, record->status, record->err.message)
+      : was_stuck ? fmt::format("it is still stuck in an earlier call, so {}() was not made", what)
+                  : fmt::format("{}() did not return within {} s (--multi_turn_timeout)", what, timeout_s_);
+  spdlog::error("multi-turn handler '{}' ({}): {}; that conversation ends here, its rewards count as no opinion "
+                "(NaN) and training goes on",
+                name(), plugin_.info.file, why);
+  return false;
 }
 
 grpo_conversation* MultiturnHandler::begin(uint64_t id, const Prompt& prompt, int64_t prompt_index, uint32_t copy,
                                            const TrainerState& state, bool* failed) {
   *failed = false;
   if (!api_.begin) return nullptr;
-  const std::vector<grpo_column> columns = column_views(prompt.columns.get());
-  static const std::string kEmpty = "{}";
-  const grpo_trainer_state st{GRPO_TRAINER_STATE_STRUCT_SIZE, state.global_step, state.max_steps, state.epoch};
-  const grpo_conversation_info info{GRPO_CONVERSATION_INFO_STRUCT_SIZE,
-                                    id,
-                                    prompt_index,
-                                    copy,
-                                    as_str(prompt.messages_json),
-                                    columns.data(),
-                                    columns.size(),
-                                    as_str(prompt.columns ? prompt.columns->json : kEmpty),
-                                    &st};
-  grpo_conversation* conv = nullptr;
-  grpo_error err{};
-  grpo_status status;
-  {
-    PluginCallScope scope(plugin_.info.name.c_str(), plugin_.info.file.c_str(), "begin");
-    status = api_.begin(instance_, &info, &conv, &err);
-  }
-  if (status != GRPO_OK) {
-    report("begin", err, status);
+  TurnView view;
+  view.conversation_json = prompt.messages_json;
+  view.columns = prompt.columns.get();
+  view.state = state;
+  auto c = std::make_shared<Call>(view);
+  auto conv = std::make_shared<grpo_conversation*>(nullptr);
+  const grpo_conversation_info info{GRPO_CONVERSATION_INFO_STRUCT_SIZE, id, prompt_index, copy,
+                                    as_str(c->conversation_json), c->views.data(), c->views.size(),
+                                    as_str(c->columns.json), &c->state};
+  auto info_copy = std::make_shared<grpo_conversation_info>(info);
+  if (!call("begin", [this, c, info_copy, conv](grpo_error* err) { return api_.begin(instance_, info_copy.get(), conv.get(), err); }, c)) {
     *failed = true;
     return nullptr;
   }
-  return conv;
+  return *conv;
 }
 
 TurnDecision MultiturnHandler::step(grpo_conversation* conv, const TurnView& turn) {
-  std::vector<grpo_column> columns;
-  grpo_trainer_state st{};
-  const grpo_turn_input in = turn_input(turn, columns, st);
-  TurnDecision d;
-  Appended appended{&d.appended};
-  grpo_turn_output out{GRPO_TURN_OUTPUT_STRUCT_SIZE, 0, &appended, &append_message, 0, 0};
-  grpo_error err{};
-  grpo_status status;
-  {
-    PluginCallScope scope(plugin_.info.name.c_str(), plugin_.info.file.c_str(), "step");
-    status = api_.step(instance_, conv, &in, &out, &err);
-  }
-  if (status != GRPO_OK) {
-    report("step", err, status);
+  auto c = std::make_shared<Call>(turn);
+  c->output = {GRPO_TURN_OUTPUT_STRUCT_SIZE, 0, &c->appended, &append_message, 0, 0};
+  if (!call("step", [this, c, conv](grpo_error* err) { return api_.step(instance_, conv, &c->input, &c->output, err); }, c))
     return TurnDecision{true, {}, 0, 0, true};
-  }
-  for (const tok::ChatMessage& m : d.appended) {
+  for (const tok::ChatMessage& m : c->appended) {
     if (m.role == "user" || m.role == "tool") continue;
-    std::snprintf(err.message, sizeof err.message, "it appended a message with role \"%s\"; only user and tool "
-                  "messages may follow a policy turn", m.role.c_str());
-    report("step", err, GRPO_INVALID_ARGUMENT);
+    ++failures_;
+    spdlog::error("multi-turn handler '{}' ({}): step() appended a message with role \"{}\"; only user and tool "
+                  "messages may follow a policy turn; that conversation ends here, its rewards count as no opinion "
+                  "(NaN) and training goes on",
+                  name(), plugin_.info.file, m.role);
     return TurnDecision{true, {}, 0, 0, true};
   }
-  d.tool_calls = out.tool_calls;
-  d.tool_failures = std::min(out.tool_failures, out.tool_calls);
-  d.done = out.done != 0 || d.appended.empty();
-  if (d.done) d.appended.clear();
+  TurnDecision d;
+  d.tool_calls = c->output.tool_calls;
+  d.tool_failures = std::min(c->output.tool_failures, c->output.tool_calls);
+  d.done = c->output.done != 0 || c->appended.empty();
+  if (!d.done) d.appended = std::move(c->appended);
   return d;
 }
 
 double MultiturnHandler::reward(grpo_conversation* conv, const TurnView& last) {
   if (!has_reward()) return std::numeric_limits<double>::quiet_NaN();
-  std::vector<grpo_column> columns;
-  grpo_trainer_state st{};
-  const grpo_turn_input in = turn_input(last, columns, st);
-  double value = std::numeric_limits<double>::quiet_NaN();
-  grpo_error err{};
-  grpo_status status;
-  {
-    PluginCallScope scope(plugin_.info.name.c_str(), plugin_.info.file.c_str(), "reward");
-    status = api_.reward(instance_, conv, &in, &value, &err);
-  }
-  if (status != GRPO_OK) {
-    report("reward", err, status);
+  auto c = std::make_shared<Call>(last);
+  if (!call("reward", [this, c, conv](grpo_error* err) { return api_.reward(instance_, conv, &c->input, &c->value, err); }, c))
     return std::numeric_limits<double>::quiet_NaN();
-  }
-  if (std::isinf(value)) {
+  if (std::isinf(c->value)) {
     spdlog::warn("multi-turn handler '{}' returned an infinite reward; it counts as no opinion (NaN)", name());
     return std::numeric_limits<double>::quiet_NaN();
   }
-  return value;
+  return c->value;
 }
 
 void MultiturnHandler::end(grpo_conversation* conv) {
   if (!api_.end || !conv) return;
-  PluginCallScope scope(plugin_.info.name.c_str(), plugin_.info.file.c_str(), "end");
-  api_.end(instance_, conv);
+  auto c = std::make_shared<Call>(TurnView{});
+  // A stuck handler cannot free it now: the state is left to it.
+  call("end", [this, conv](grpo_error*) { api_.end(instance_, conv); return GRPO_OK; }, c);
 }
 
 }  // namespace grpo::plugins

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include <grpo/multiturn.h>
 #include <nlohmann/json.hpp>
 
+#include "plugins/call_worker.h"
 #include "plugins/host_services.h"
 #include "plugins/plugin_registry.h"
 #include "plugins/reward_input.h"
@@ -43,9 +45,12 @@ class MultiturnHandler {
  public:
   // Throws PluginError with the plugin's message when create() fails or the
   // table lacks create, step or destroy.
+  // Calls past `timeout_s` seconds (<= 0: no limit) are abandoned: the
+  // conversation ends, and later calls fail until the stuck one returns.
   static std::unique_ptr<MultiturnHandler> create(const ResolvedPlugin& plugin, const nlohmann::json& options,
                                                   std::shared_ptr<MetricsSink> metrics,
-                                                  const std::string& run_config_json, TextServices text = {});
+                                                  const std::string& run_config_json, TextServices text = {},
+                                                  double timeout_s = 0);
   ~MultiturnHandler();
   MultiturnHandler(const MultiturnHandler&) = delete;
   MultiturnHandler& operator=(const MultiturnHandler&) = delete;
@@ -67,13 +72,17 @@ class MultiturnHandler {
 
  private:
   MultiturnHandler() = default;
-  void report(const char* call, const grpo_error& err, grpo_status status);
+  struct Call;
+  // Runs `body` on the worker; false (reported, counted) when it failed or timed out.
+  bool call(const char* what, const std::function<grpo_status(grpo_error*)>& body, const std::shared_ptr<Call>& record);
   ResolvedPlugin plugin_;
   std::unique_ptr<HostServices> services_;
   grpo_multiturn_api api_{};  // zero-filled beyond what the plugin provides
   grpo_multiturn_instance* instance_ = nullptr;
   std::string tools_;
   long failures_ = 0;
+  double timeout_s_ = 0;
+  CallWorker worker_;  // every call after create, one at a time, with its deadline
 };
 
 }  // namespace grpo::plugins

@@ -130,6 +130,7 @@ bool RewardFunction::score_range(const std::vector<grpo_reward_sample>& samples,
 struct RewardFunction::Row {
   const std::string* messages_json;
   const std::string* completion;
+  const std::string* conversation;  // multi-turn: the whole conversation; empty otherwise
   const std::vector<int32_t>* ids;  // null when the generated ids are unknown
   int64_t tokens;                   // -1 unknown
   bool truncated;
@@ -141,7 +142,8 @@ std::vector<double> RewardFunction::score(const std::vector<RewardInput>& inputs
   std::vector<Row> rows;
   rows.reserve(inputs.size());
   for (const RewardInput& in : inputs)
-    rows.push_back({&in.prompt_messages_json, &in.completion, in.ids_known ? &in.completion_ids : nullptr,
+    rows.push_back({&in.prompt_messages_json, &in.completion, &in.conversation_json,
+                    in.ids_known ? &in.completion_ids : nullptr,
                     in.ids_known ? static_cast<int64_t>(in.completion_ids.size()) : in.completion_tokens,
                     in.is_truncated, in.prompt_index, in.columns.get()});
   return score_rows(rows, state);
@@ -149,14 +151,24 @@ std::vector<double> RewardFunction::score(const std::vector<RewardInput>& inputs
 
 std::vector<double> RewardFunction::score_samples(const std::vector<Sample>& samples, const TrainerState& state) {
   static const std::string kNoMessages = "[]";
+  // A multi-turn rollout is scored on its last turn (`completion` is its
+  // text): those ids, kept alive for the call.
+  std::vector<std::vector<int32_t>> last_turns(samples.size());
   std::vector<Row> rows;
   rows.reserve(samples.size());
-  for (const Sample& s : samples)
-    rows.push_back({s.prompt ? &s.prompt->messages_json : &kNoMessages, &s.text, &s.ids,
-                    static_cast<int64_t>(s.ids.size()),
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const Sample& s = samples[i];
+    const std::vector<int32_t>* ids = &s.ids;
+    if (s.last_turn_begin > 0) {
+      last_turns[i].assign(s.ids.begin() + static_cast<std::ptrdiff_t>(s.last_turn_begin), s.ids.end());
+      ids = &last_turns[i];
+    }
+    rows.push_back({s.prompt ? &s.prompt->messages_json : &kNoMessages, &s.text, &s.conversation_json, ids,
+                    static_cast<int64_t>(ids->size()),
                     // an aborted completion did not end as the policy chose either
                     s.finish != FinishReason::Stop, static_cast<int64_t>(s.request),
                     s.prompt ? s.prompt->columns.get() : nullptr});
+  }
   return score_rows(rows, state);
 }
 
@@ -167,6 +179,7 @@ std::vector<double> RewardFunction::score_in_worker(const std::vector<Row>& inpu
     WireSample s;
     s.messages_json = *in.messages_json;
     s.completion = *in.completion;
+    s.conversation_json = *in.conversation;
     s.has_ids = in.ids != nullptr;
     if (in.ids) s.ids = *in.ids;
     s.tokens = in.tokens;
@@ -214,6 +227,7 @@ std::vector<double> RewardFunction::score_rows(const std::vector<Row>& inputs, c
     s.struct_size = GRPO_REWARD_SAMPLE_STRUCT_SIZE;
     s.prompt_messages_json = as_str(*in.messages_json);
     s.completion = as_str(*in.completion);
+    s.conversation_json = as_str(*in.conversation);
     s.completion_ids = in.ids ? in.ids->data() : nullptr;
     s.n_completion_ids = in.ids ? in.ids->size() : 0;
     s.completion_tokens = in.tokens;

@@ -25,6 +25,7 @@ struct RowColumns {
 struct RewardInput {
   std::string prompt_messages_json = "[]";
   std::string completion;
+  std::string conversation_json;   // a multi-turn rollout's messages; empty for one turn
   std::vector<int32_t> completion_ids;
   bool ids_known = false;          // completion_ids are the generated ids
   int64_t completion_tokens = -1;  // generated tokens; -1 unknown

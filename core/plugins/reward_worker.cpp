@@ -119,6 +119,7 @@ void write_sample(Wire& w, const WireSample& s) {
   w.put(s.messages_json);
   w.put(s.completion);
   w.put(s.columns_json);
+  w.put(s.conversation_json);
   w.put_u64(s.has_ids);
   w.put(s.ids);
   w.put_i64(s.tokens);
@@ -137,6 +138,7 @@ WireSample read_sample(Wire& w) {
   s.messages_json = w.get_string();
   s.completion = w.get_string();
   s.columns_json = w.get_string();
+  s.conversation_json = w.get_string();
   s.has_ids = w.get_u64() != 0;
   s.ids = w.get_ids();
   s.tokens = w.get_i64();
@@ -310,6 +312,7 @@ int run_reward_worker(int in_fd, int out_fd) {
         RewardInput r;
         r.prompt_messages_json = std::move(s.messages_json);
         r.completion = std::move(s.completion);
+        r.conversation_json = std::move(s.conversation_json);
         r.ids_known = s.has_ids;
         r.completion_ids = std::move(s.ids);
         r.completion_tokens = s.tokens;

@@ -25,7 +25,7 @@ struct Isolation {
 
 // One completion as it crosses the pipe.
 struct WireSample {
-  std::string messages_json, completion, columns_json;
+  std::string messages_json, completion, columns_json, conversation_json;
   bool has_ids = false;
   std::vector<int32_t> ids;
   int64_t tokens = -1;

@@ -21,13 +21,16 @@ std::string render_continuation(ChatFamily family, const std::vector<ChatMessage
   // Rendered after a stand-in conversation and cut after its assistant turn's
   // content: what precedes that turn (default system prompts, Qwen3's
   // reasoning of earlier turns) cannot leak into the continuation.
-  static const std::string kMarker = "\x1fgrpo-turn-end\x1f";
+  // No whitespace in it: Llama's template strips message contents.
+  static const std::string kMarker = "grpo-turn-end-5f0c9b";
   std::vector<ChatMessage> messages = {{"user", "?"}, {"assistant", kMarker}};
   messages.insert(messages.end(), appended.begin(), appended.end());
   ChatOptions o = options;
   o.tools_json.clear();  // tools are described once, in the prompt's system turn
   const std::string full = render_chat(family, messages, o);
-  std::string text = full.substr(full.rfind(kMarker) + kMarker.size());
+  const size_t at = full.rfind(kMarker);
+  if (at == std::string::npos) throw ChatTemplateError("the chat template dropped an assistant turn's content");
+  std::string text = full.substr(at + kMarker.size());
   if (!last_sampled.empty() && text.compare(0, last_sampled.size(), last_sampled) == 0)
     text.erase(0, last_sampled.size());
   return text;

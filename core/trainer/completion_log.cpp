@@ -26,6 +26,15 @@ void CompletionLog::write(int64_t step, const std::vector<Sample>& samples, cons
     line["completion"] = c.text;
     line["completion_tokens"] = c.ids.size();
     line["finish_reason"] = finish_reason_name(c.finish);
+    if (!c.conversation_json.empty()) {  // multi-turn: every turn, and what of it the policy sampled
+      line["messages"] = nlohmann::json::parse(c.conversation_json, nullptr, false);
+      line["turns"] = c.turns;
+      line["tool_calls"] = c.tool_calls;
+      size_t sampled = 0;
+      for (size_t t = 0; t < c.ids.size(); ++t) sampled += c.sampled_at(t) ? 1 : 0;
+      line["sampled_tokens"] = sampled;
+      if (c.handler_failed) line["handler_failed"] = true;
+    }
     nlohmann::json by_name = nlohmann::json::object();
     for (size_t f = 0; f < rewards.names.size(); ++f) {
       const double r = rewards.by_fn[f][i];

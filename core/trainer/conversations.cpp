@@ -37,10 +37,10 @@ uint64_t turn_seed(uint64_t conversation_seed, uint32_t turn) {
 
 }  // namespace
 
-std::vector<Sample> ConversationRunner::run(plugins::SamplerClient& sampler,
+std::vector<Sample> ConversationRunner::run(const GenerateFn& generate,
                                             const std::vector<plugins::SampleRequest>& requests,
-                                            const plugins::SampleOptions& options, const plugins::TrainerState& state,
-                                            std::map<std::string, double>& metrics, const std::string& prefix) {
+                                            const plugins::TrainerState& state, std::map<std::string, double>& metrics,
+                                            const std::string& prefix) {
   const long errors_before = handler_.failures();
   // Conversations in the order one generate call returns completions:
   // request by request, copy by copy.
@@ -60,7 +60,7 @@ std::vector<Sample> ConversationRunner::run(plugins::SamplerClient& sampler,
       live.push_back(std::move(c));
     }
   }
-  std::vector<Sample> turns = sampler.generate(requests, options);
+  std::vector<Sample> turns = generate(requests);
   std::vector<size_t> waiting(live.size());  // the conversation of each sample in `turns`
   for (size_t k = 0; k < waiting.size(); ++k) waiting[k] = k;
   while (!waiting.empty()) {
@@ -73,7 +73,7 @@ std::vector<Sample> ConversationRunner::run(plugins::SamplerClient& sampler,
       still.push_back(waiting[k]);
     }
     waiting = std::move(still);
-    if (!next.empty()) turns = sampler.generate(next, options);
+    if (!next.empty()) turns = generate(next);
   }
 
   double total_turns = 0, max_turns = 0, calls = 0, failures = 0;

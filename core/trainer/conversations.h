@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -25,6 +26,10 @@ struct ConversationLimits {
   bool total_scope = false;
 };
 
+// One batched generate call: completions in request order, copies in index
+// order (SamplerClient::generate, or an engine in-process).
+using GenerateFn = std::function<std::vector<Sample>(const std::vector<plugins::SampleRequest>&)>;
+
 class ConversationRunner {
  public:
   // All three must outlive the runner.
@@ -35,9 +40,15 @@ class ConversationRunner {
   // generate call returns completions, each run to its end. Adds turns/mean,
   // turns/max, tools/call_frequency, tools/failure_frequency and
   // multi_turn/handler_errors to `metrics` under `prefix`.
+  std::vector<Sample> run(const GenerateFn& generate, const std::vector<plugins::SampleRequest>& requests,
+                          const plugins::TrainerState& state, std::map<std::string, double>& metrics,
+                          const std::string& prefix = "");
   std::vector<Sample> run(plugins::SamplerClient& sampler, const std::vector<plugins::SampleRequest>& requests,
                           const plugins::SampleOptions& options, const plugins::TrainerState& state,
-                          std::map<std::string, double>& metrics, const std::string& prefix = "");
+                          std::map<std::string, double>& metrics, const std::string& prefix = "") {
+    return run([&](const std::vector<plugins::SampleRequest>& r) { return sampler.generate(r, options); }, requests,
+               state, metrics, prefix);
+  }
 
  private:
   struct Live;

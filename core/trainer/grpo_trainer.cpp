@@ -146,7 +146,8 @@ void GrpoTrainer::load_plugins(tok::ChatFamily family) {
     const nlohmann::json& args = s_.rewards.plugin_args;
     const nlohmann::json options = plugins::resolve_plugin_options(
         h.info, s_.run.json, args.is_object() && args.contains(h.info.name) ? args[h.info.name] : nlohmann::json());
-    handler_ = plugins::MultiturnHandler::create(h, options, plugin_metrics_, s_.run.json.dump(), text_services_);
+    handler_ = plugins::MultiturnHandler::create(h, options, plugin_metrics_, s_.run.json.dump(), text_services_,
+                                                s_.multi_turn.timeout_s);
     conversations_ = std::make_unique<ConversationRunner>(
         *handler_, tokenizer_, family,
         ConversationLimits{s_.multi_turn.max_turns, s_.loss.options.max_completion_length, s_.multi_turn.total_scope});

@@ -122,6 +122,15 @@ RewardSettings read_reward_settings(config::SettingsReader& r) {
   return s;
 }
 
+MultiTurnSettings read_multi_turn_settings(config::SettingsReader& r) {
+  MultiTurnSettings m;
+  m.handler = r.text("multi_turn_scheduler");
+  m.max_turns = r.optional_integer("max_turns");
+  m.total_scope = r.choice<bool>("completion_length_limit_scope", {{"per_round", false}, {"total", true}});
+  m.timeout_s = r.real("multi_turn_timeout");
+  return m;
+}
+
 GrpoSettings GrpoSettings::from(const config::Config& cfg) {
   config::SettingsReader r(cfg);
   GrpoSettings s;
@@ -179,9 +188,7 @@ GrpoSettings GrpoSettings::from(const config::Config& cfg) {
   l.is_mode = r.choice("vllm_importance_sampling_mode", is_correction_mode_names());
   l.is_cap = r.real("vllm_importance_sampling_clip_max");
 
-  s.multi_turn.handler = r.text("multi_turn_scheduler");
-  s.multi_turn.max_turns = r.optional_integer("max_turns");
-  s.multi_turn.total_scope = r.choice<bool>("completion_length_limit_scope", {{"per_round", false}, {"total", true}});
+  s.multi_turn = read_multi_turn_settings(r);
   s.ref_sync.enabled = r.flag("sync_ref_model");
   s.ref_sync.every = r.integer("ref_model_sync_steps");
   s.ref_sync.alpha = r.real("ref_model_mixup_alpha");
@@ -249,6 +256,7 @@ EvaluateSettings EvaluateSettings::from(const config::Config& cfg, bool needs_da
   s.prompts = read_prompt_settings(r);
   s.sampling = read_sample_options(r);
   s.rewards = read_reward_settings(r);
+  s.multi_turn = read_multi_turn_settings(r);
   s.num_threads = static_cast<int>(r.integer("num_threads"));
   s.seed = static_cast<uint64_t>(r.integer("seed"));
   s.run = run_config(cfg, r);

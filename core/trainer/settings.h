@@ -85,6 +85,7 @@ struct MultiTurnSettings {
   std::string handler;               // the grpo.multiturn plugin; empty: single-turn
   std::optional<int64_t> max_turns;  // policy turns; unset: until the handler or the length ends it
   bool total_scope = false;          // max_completion_length bounds all turns together, not each
+  double timeout_s = 60;             // a handler call past it is abandoned (0: no limit)
 };
 
 struct LossSettings {
@@ -192,6 +193,7 @@ struct EvaluateSettings {
   PromptSettings prompts;
   plugins::SampleOptions sampling;
   RewardSettings rewards;
+  MultiTurnSettings multi_turn;
   int num_threads = 0;
   uint64_t seed = 42;
   RunConfig run;
@@ -208,5 +210,6 @@ OptimizerSettings read_optimizer_settings(config::SettingsReader& r);
 CheckpointSettings read_checkpoint_settings(config::SettingsReader& r, const ModelSettings& model);
 LoggingSettings read_logging_settings(config::SettingsReader& r);
 RewardSettings read_reward_settings(config::SettingsReader& r);
+MultiTurnSettings read_multi_turn_settings(config::SettingsReader& r);
 
 }  // namespace grpo::trainer

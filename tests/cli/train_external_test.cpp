@@ -198,3 +198,28 @@ TEST(TrainExternal, LoraPushesTheMergedWeights) {
   ASSERT_GT(max_difference(merged, engine_logprobs(dir + "/model", probe)), 1e-4) << "the adapters must matter";
   EXPECT_LT(max_difference(server_logprobs(server, probe), merged), 1e-4);
 }
+
+TEST(TrainExternal, AGreedyMultiTurnRunIsTheSameWithEitherSampler) {
+  const std::string dir = setup_run("train_external_multi_turn", 2);
+  // Stop strings end most turns early (the tiny model's bytes are random), so
+  // the tip scheduler answers and conversations go on.
+  const std::string multi_turn =
+      " --multi_turn_scheduler math_tip_trick_multi_turn --max_turns 3 --stop_words a e i o u 1 2 3 4 5";
+  CommandResult native = run_host("train --config " + dir + "/run.yaml --output_dir " + dir + "/native" + multi_turn);
+  ASSERT_EQ(native.exit_code, 0) << native.output;
+  RolloutProcess server(dir + "/model");
+  ASSERT_NE(server.port(), 0);
+  CommandResult ext = run_host("train --config " + dir + "/run.yaml --output_dir " + dir + "/external" +
+                               external_args(server) + multi_turn);
+  ASSERT_EQ(ext.exit_code, 0) << ext.output;
+  auto want = read_jsonl(dir + "/native/completions.jsonl"), got = read_jsonl(dir + "/external/completions.jsonl");
+  ASSERT_EQ(got.size(), 8u);
+  ASSERT_EQ(got.size(), want.size());
+  size_t continued = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    for (const char* key : {"messages", "completion", "turns", "sampled_tokens", "completion_tokens", "reward"})
+      EXPECT_EQ(got[i][key], want[i][key]) << "conversation " << i << " " << key;
+    continued += want[i]["turns"].get<int>() > 1;
+  }
+  EXPECT_GT(continued, 0u) << "no conversation had a second turn: the test would compare single turns only";
+}

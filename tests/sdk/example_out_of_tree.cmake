@@ -1,5 +1,5 @@
 # Installs the SDK to a temporary prefix, builds the examples it ships
-# (share/grpo_sdk/examples: length_reward, c_reward, repeat_sampler) against
+# (share/grpo_sdk/examples: length_reward, c_reward, repeat_sampler, hint_handler) against
 # it alone, and uses each: score, plugins --check, a training step.
 set(work ${BINARY_DIR}/tests/example_out_of_tree)
 file(REMOVE_RECURSE ${work})
@@ -62,3 +62,19 @@ if(NOT first MATCHES "\"completion_tokens\":2")
   message(FATAL_ERROR "unexpected completion of the example sampler:\n${first}")
 endif()
 message(STATUS "out-of-tree c_reward and repeat_sampler built against the installed SDK and used")
+
+# The multi-turn handler: a training step whose conversations get its follow-up.
+run(${CMAKE_COMMAND} -S ${work}/prefix/share/grpo_sdk/examples/hint_handler -B ${work}/h_build -G ${GENERATOR}
+    -DCMAKE_PREFIX_PATH=${work}/prefix -DCMAKE_BUILD_TYPE=Release)
+run(${CMAKE_COMMAND} --build ${work}/h_build)
+run(${HOST} train --model ${work}/model --dataset ${work}/rows.jsonl --train_type full --reward_funcs format
+    --plugins ${work}/s_build/librepeat_sampler.so ${work}/h_build/libhint.so --sampler repeat_sampler
+    --sampler_args "{\"repeat\": 2}" --multi_turn_scheduler hint --max_turns 3
+    --num_generations 2 --per_device_train_batch_size 2 --max_steps 1 --max_completion_length 8
+    --log_completions true --report_to none --output_dir ${work}/h_out)
+file(STRINGS ${work}/h_out/completions.jsonl lines)
+list(GET lines 0 first)
+if(NOT first MATCHES "\"turns\":2" OR NOT first MATCHES "Are you sure\\? Check it once more.")
+  message(FATAL_ERROR "unexpected conversation with the example handler:\n${first}")
+endif()
+message(STATUS "out-of-tree hint handler built against the installed SDK and used")

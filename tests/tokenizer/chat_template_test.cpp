@@ -7,6 +7,7 @@
 // transformers' apply_chat_template configures it (sandboxed environment,
 // trim_blocks, lstrip_blocks, its tojson filter), with tools=None.
 #include "tokenizer/chat_template.h"
+#include "tokenizer/chat_prompt.h"
 
 #include <gtest/gtest.h>
 
@@ -349,3 +350,97 @@ TEST(ChatMessagesFromJson, NamesTheBadEntry) {
 }
 
 }  // namespace
+
+// ---- tools (transformers' apply_chat_template(..., tools=)) ----
+// Expected text rendered by jinja2 3.1.6 from tests/data/qwen3-tokenizer_config.json's template
+// with tools=[the schema below] (transformers' environment and tojson); Qwen2.5's template has the
+// same tools section after its own (default) system prompt.
+
+namespace {
+
+const std::string kToolsJson =
+    R"([{"type": "function", "function": {"name": "calculator", "description": "Evaluate é", )"
+    R"("parameters": {"type": "object", "properties": {"expression": {"type": "string"}}, "required": )"
+    R"(["expression"], "x": 1.5}}}])";
+const std::string kToolsSection =
+    "# Tools\n"
+    "\n"
+    "You may call one or more functions to assist with the user query.\n"
+    "\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n"
+    "<tools>\n"
+    "{\"type\": \"function\", \"function\": {\"name\": \"calculator\", \"description\": \"Evaluate é\", \"parameters\": {\"type\": \"object\", \"properties\": {\"expression\": {\"type\": \"string\"}}, \"required\": [\"expression\"], \"x\": 1.5}}}\n"
+    "</tools>\n"
+    "\n"
+    "For each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n"
+    "<tool_call>\n"
+    "{\"name\": <function-name>, \"arguments\": <args-json-object>}\n"
+    "</tool_call><|im_end|>\n"
+    "";
+const std::string kToolHistory =
+    "<|im_start|>user\n"
+    "What is 2*3?<|im_end|>\n"
+    "<|im_start|>assistant\n"
+    "<tool_call>\n"
+    "{}\n"
+    "</tool_call><|im_end|>\n"
+    "<|im_start|>user\n"
+    "<tool_response>\n"
+    "6\n"
+    "</tool_response><|im_end|>\n"
+    "<|im_start|>assistant\n"
+    "";
+const std::vector<ChatMessage> kToolChat = {{"system", "Be brief."},
+                                            {"user", "What is 2*3?"},
+                                            {"assistant", "<tool_call>\n{}\n</tool_call>"},
+                                            {"tool", "6"}};
+
+ChatOptions with_tools() {
+  ChatOptions o;
+  o.tools_json = kToolsJson;
+  return o;
+}
+
+}  // namespace
+
+TEST(ChatTemplateTools, Qwen3DescribesToolsInTheSystemTurn) {
+  EXPECT_EQ(render_chat(ChatFamily::Qwen3, kToolChat, with_tools()),
+            "<|im_start|>system\nBe brief.\n\n" + kToolsSection + kToolHistory);
+  const std::vector<ChatMessage> no_system(kToolChat.begin() + 1, kToolChat.end());
+  EXPECT_EQ(render_chat(ChatFamily::Qwen3, no_system, with_tools()), "<|im_start|>system\n" + kToolsSection + kToolHistory);
+}
+
+TEST(ChatTemplateTools, Qwen2_5KeepsItsDefaultSystemPromptBeforeTheTools) {
+  EXPECT_EQ(render_chat(ChatFamily::Qwen2_5, kToolChat, with_tools()),
+            "<|im_start|>system\nBe brief.\n\n" + kToolsSection + kToolHistory);
+  const std::vector<ChatMessage> no_system(kToolChat.begin() + 1, kToolChat.end());
+  EXPECT_EQ(render_chat(ChatFamily::Qwen2_5, no_system, with_tools()),
+            "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.\n\n" +
+                kToolsSection + kToolHistory);
+}
+
+TEST(ChatTemplateTools, TemplatesWithoutAToolsSectionRefuseTools) {
+  for (ChatFamily f : {ChatFamily::ChatML, ChatFamily::Qwen2, ChatFamily::Llama3, ChatFamily::Llama3_1}) {
+    try {
+      render_chat(f, kToolChat, with_tools());
+      ADD_FAILURE() << chat_family_name(f) << " rendered tools";
+    } catch (const ChatTemplateError& e) {
+      EXPECT_NE(std::string(e.what()).find("--template qwen2_5"), std::string::npos) << e.what();
+    }
+  }
+  ChatOptions bad;
+  bad.tools_json = "{\"not\": \"a list\"}";
+  EXPECT_THROW(render_chat(ChatFamily::Qwen3, kToolChat, bad), ChatTemplateError);
+}
+
+TEST(ChatTemplateTools, AContinuationIsWhatFollowsTheAssistantTurn) {
+  // A tool result after a turn the policy closed with <|im_end|>: the rest of the closing, the
+  // tool turn, the generation prompt.
+  EXPECT_EQ(grpo::tok::render_continuation(ChatFamily::Qwen3, {{"tool", "6"}}, "<|im_end|>"),
+            "\n<|im_start|>user\n<tool_response>\n6\n</tool_response><|im_end|>\n<|im_start|>assistant\n");
+  // A turn ended by a stop string keeps the whole closing.
+  EXPECT_EQ(grpo::tok::render_continuation(ChatFamily::ChatML, {{"user", "Sure?"}}, "</tool_call>"),
+            "<|im_end|>\n<|im_start|>user\nSure?<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(grpo::tok::render_continuation(ChatFamily::Llama3_1, {{"user", "Sure?"}}, "<|eot_id|>"),
+            "<|start_header_id|>user<|end_header_id|>\n\nSure?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
+}

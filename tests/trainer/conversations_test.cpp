@@ -5,6 +5,8 @@
 // state) on a tiny model's byte tokenizer and ChatML template.
 #include "trainer/conversations.h"
 
+#include <chrono>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -31,8 +33,8 @@ struct Conversations : ::testing::Test {
     tokenizer = std::make_unique<tok::Tokenizer>(tok::Tokenizer::from_dir(dir + "/model"));
     family = tok::chat_family_for(*tokenizer, "");
     plugins::PluginSources sources;
-    sources.files = {FIXTURE_SAMPLER,          FIXTURE_MULTITURN, FIXTURE_MULTITURN_STEP_THROWS,
-                     FIXTURE_MULTITURN_BAD_ROLE, FIXTURE_MULTITURN_HAS_REWARD};
+    sources.files = {FIXTURE_SAMPLER,           FIXTURE_MULTITURN,          FIXTURE_MULTITURN_STEP_THROWS,
+                     FIXTURE_MULTITURN_STEP_HANGS, FIXTURE_MULTITURN_BAD_ROLE, FIXTURE_MULTITURN_HAS_REWARD};
     sources.use_env = sources.use_builtin = false;
     registry = plugins::PluginRegistry::discover(sources);
     sampler = plugins::SamplerClient::create(registry.require("fixture_sampler", GRPO_SAMPLER_INTERFACE),
@@ -46,11 +48,12 @@ struct Conversations : ::testing::Test {
   }
 
   // Two conversations of one prompt through `handler` under `limits`.
-  std::vector<Sample> run(const std::string& handler_name, trainer::ConversationLimits limits, json options = {}) {
+  std::vector<Sample> run(const std::string& handler_name, trainer::ConversationLimits limits, json options = {},
+                          double timeout_s = 0) {
     if (options.is_null()) options = json::object();
     options["log"] = dir + "/handler.log";
     handler = plugins::MultiturnHandler::create(registry.require(handler_name, GRPO_MULTITURN_INTERFACE), options,
-                                                nullptr, "{}");
+                                                nullptr, "{}", {}, timeout_s);
     plugins::SampleRequest r;
     r.prompt_ids = prompt.ids;
     r.prompt_text = prompt.text;
@@ -192,6 +195,19 @@ TEST_F(Conversations, AThrowingHandlerEndsOnlyThatConversationAndItScoresNothing
   EXPECT_EQ(handler->failures(), 2);
   EXPECT_DOUBLE_EQ(metrics["multi_turn/handler_errors"], 2.0);
   EXPECT_EQ(read_file(dir + "/handler.log"), "begin 0\nbegin 1\nend 0 1\nend 1 1\n");  // state freed all the same
+}
+
+TEST_F(Conversations, AHangingHandlerIsAbandonedAtItsDeadlineAndTrainingGoesOn) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<Sample> out = run("fixture_multiturn_step_hangs", {std::nullopt, 64, false}, {{"turns", 5}}, 1.0);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(seconds, 10.0);  // one deadline, not one per conversation, and not the hour it sleeps
+  for (const Sample& s : out) {
+    EXPECT_TRUE(s.handler_failed);
+    EXPECT_EQ(s.turns, 2u);
+  }
+  EXPECT_EQ(handler->failures(), 4);  // the first step timed out; the second step and both end()s were refused
+  EXPECT_DOUBLE_EQ(metrics["multi_turn/handler_errors"], 4.0);
 }
 
 TEST_F(Conversations, AHandlerSpeakingForThePolicyIsRefused) {

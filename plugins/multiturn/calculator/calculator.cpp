@@ -53,9 +53,16 @@ struct Calculator : grpo::MultiturnBase<> {
       "is answered with the exact value";
   static constexpr bool thread_safe = true;
 
-  Calculator(const grpo::Options&, const grpo::Host&) {}
+  static std::vector<grpo::OptionSpec> options() {
+    return {{"describe_tools", "bool", "true",
+             "describe the tool in the system turn (the Qwen2.5 and Qwen3 templates do); false: the policy knows "
+             "the call format from its training (any template)"}};
+  }
+
+  Calculator(const grpo::Options& o, const grpo::Host&) : describe(o.get_bool("describe_tools", true)) {}
 
   std::string tools_json() const {
+    if (!describe) return {};
     return R"([{"type": "function", "function": {"name": "calculator", "description": "Evaluate an arithmetic )"
            R"(expression exactly: + - * / ^ and parentheses over integers and decimals.", "parameters": {"type": )"
            R"("object", "properties": {"expression": {"type": "string", "description": "e.g. 17 * 23 - 4"}}, )"
@@ -78,6 +85,8 @@ struct Calculator : grpo::MultiturnBase<> {
     }
     if (!any) out.finish();  // no call: this turn is the answer
   }
+
+  bool describe;
 };
 
 GRPO_EXPORT_MULTITURN(Calculator)

@@ -8,17 +8,16 @@ namespace grpo::calculator {
 
 namespace {
 
-int64_t checked(bool overflow, int64_t v) {
-  if (overflow) throw ExpressionError("the result does not fit in 64 bits");
-  return v;
-}
+[[noreturn]] void overflow() { throw ExpressionError("the result does not fit in 64 bits"); }
 int64_t mul(int64_t a, int64_t b) {
   int64_t r;
-  return checked(__builtin_mul_overflow(a, b, &r), r);
+  if (__builtin_mul_overflow(a, b, &r)) overflow();
+  return r;
 }
 int64_t add(int64_t a, int64_t b) {
   int64_t r;
-  return checked(__builtin_add_overflow(a, b, &r), r);
+  if (__builtin_add_overflow(a, b, &r)) overflow();
+  return r;
 }
 
 Rational make(int64_t num, int64_t den) {

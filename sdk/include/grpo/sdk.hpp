@@ -193,6 +193,10 @@ class RewardSample {
   bool is_truncated() const { return GRPO_HAS_FIELD(s_, grpo_reward_sample, is_truncated) && s_->is_truncated != 0; }
   int64_t prompt_index() const { return GRPO_HAS_FIELD(s_, grpo_reward_sample, prompt_index) ? s_->prompt_index : -1; }
   std::string_view columns_json() const { return GRPO_HAS_FIELD(s_, grpo_reward_sample, columns_json) ? view(s_->columns_json) : "{}"; }
+  // A multi-turn rollout's whole conversation (JSON messages); empty for one turn or a host before 1.2.
+  std::string_view conversation_json() const {
+    return GRPO_HAS_FIELD(s_, grpo_reward_sample, conversation_json) ? view(s_->conversation_json) : std::string_view();
+  }
 
   // A dataset column: its decoded text when it is a JSON string, else its JSON.
   std::optional<std::string_view> column(std::string_view name) const {

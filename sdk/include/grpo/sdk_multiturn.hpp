@@ -1,5 +1,5 @@
 // The C++ layer for multi-turn handlers (grpo.multiturn/1): a class, one macro.
-// Included by grpo/sdk.hpp; see sdk/examples/echo_tool.
+// Included by grpo/sdk.hpp; see sdk/examples/hint_handler.
 //
 //   struct Hint : grpo::MultiturnBase<int> {  // int: each conversation's state
 //     static constexpr const char* name = "hint";
