@@ -13,6 +13,7 @@
 #include <grpo/sampler.h>
 #include <grpo/version.h>
 
+#include "plugins/multiturn_handler.h"
 #include "plugins/plugin_error.h"
 #include "plugins/plugin_library.h"
 #include "plugins/plugin_options.h"
@@ -146,6 +147,52 @@ void check_sampler(const std::shared_ptr<PluginLibrary>& library, const PluginIn
                     : "the table is missing or lacks a required function"});
 }
 
+// A multi-turn handler: created with its defaults, its tool schemas valid,
+// then one conversation per edge completion: begin, step, reward, end.
+void check_multiturn(const std::shared_ptr<PluginLibrary>& library, const PluginInfo& info,
+                     const nlohmann::json& args, std::vector<CheckResult>& out) {
+  const std::string who = info.name + ": ";
+  std::unique_ptr<MultiturnHandler> h;
+  try {
+    const nlohmann::json options = resolve_plugin_options(info, nlohmann::json::object(), args);
+    h = MultiturnHandler::create(ResolvedPlugin{library, info}, options, nullptr, "{}", {}, /*timeout_s=*/30);
+    out.push_back({who + "create with its defaults", true, ""});
+  } catch (const std::exception& e) {
+    out.push_back({who + "create with its defaults", false, e.what()});
+    return;
+  }
+  if (!h->tools_json().empty()) {
+    const nlohmann::json tools = nlohmann::json::parse(h->tools_json(), nullptr, false);
+    bool ok = tools.is_array();
+    for (const auto& t : tools) ok = ok && t.is_object();
+    out.push_back({who + "tool schemas (a JSON array of objects)", ok, ok ? "" : h->tools_json().substr(0, 200)});
+  }
+  const long failed = h->failures();
+  const std::vector<RewardInput> edges = edge_inputs();
+  for (size_t i = 0; i < edges.size(); ++i) {
+    Prompt prompt;
+    prompt.messages_json = edges[i].prompt_messages_json;
+    prompt.columns = edges[i].columns;
+    bool begin_failed = false;
+    grpo_conversation* conv = h->begin(i, prompt, 0, 0, {}, &begin_failed);
+    TurnView turn;
+    turn.conversation_json = R"([{"role": "user", "content": "What is 6 * 7?"}, {"role": "assistant", "content": ""}])";
+    turn.completion = edges[i].completion;
+    turn.ids = &edges[i].completion_ids;
+    turn.columns = prompt.columns.get();
+    if (!begin_failed) {
+      h->step(conv, turn);
+      h->reward(conv, turn);  // NaN unless it has one; a failure is counted
+    }
+    h->end(conv);
+  }
+  const bool ok = h->failures() == failed;
+  out.push_back({who + "conversations on empty, 100 kB, invalid UTF-8, CJK and deeply nested turns", ok,
+                 ok ? "" : "a call failed (the error is above)"});
+  h.reset();
+  out.push_back({who + "destroy", true, ""});
+}
+
 }  // namespace
 
 std::vector<std::string> exported_symbols(const std::string& path) {
@@ -206,6 +253,7 @@ std::vector<CheckResult> check_plugin_library(const std::string& path, const nlo
                                                                                           : nlohmann::json();
     if (info.interface_id == GRPO_REWARD_INTERFACE) check_reward(library, info, args, out);
     else if (info.interface_id == GRPO_SAMPLER_INTERFACE) check_sampler(library, info, out);
+    else if (info.interface_id == GRPO_MULTITURN_INTERFACE) check_multiturn(library, info, args, out);
   }
   return out;
 }

@@ -201,10 +201,10 @@ TEST(TrainExternal, LoraPushesTheMergedWeights) {
 
 TEST(TrainExternal, AGreedyMultiTurnRunIsTheSameWithEitherSampler) {
   const std::string dir = setup_run("train_external_multi_turn", 2);
-  // Stop strings end most turns early (the tiny model's bytes are random), so
-  // the tip scheduler answers and conversations go on.
-  const std::string multi_turn =
-      " --multi_turn_scheduler math_tip_trick_multi_turn --max_turns 3 --stop_words a e i o u 1 2 3 4 5";
+  // The tiny model's greedy turns are newlines: a newline stop string ends
+  // them, so the tip scheduler answers and conversations go on.
+  write_file(dir + "/run.yaml", read_file(dir + "/run.yaml") + "stop_words: [\"\\n\"]\n");
+  const std::string multi_turn = " --multi_turn_scheduler math_tip_trick_multi_turn --max_turns 3";
   CommandResult native = run_host("train --config " + dir + "/run.yaml --output_dir " + dir + "/native" + multi_turn);
   ASSERT_EQ(native.exit_code, 0) << native.output;
   RolloutProcess server(dir + "/model");

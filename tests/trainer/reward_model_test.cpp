@@ -102,3 +102,29 @@ TEST(RewardModel, RefusesWhatIsNoSingleLabelClassifier) {
   EXPECT_NE(error(dir + "/rm").find("it has 2 labels"), std::string::npos) << error(dir + "/rm");
   EXPECT_NE(error(dir + "/missing").find("no config.json"), std::string::npos);
 }
+
+TEST(RewardModel, TrainsAsARewardColumnAfterTheFunctions) {
+  const std::string dir = tiny_run_dir("reward_model_train");
+  write_reward_model(dir);
+  grpo::testing::CommandResult r = grpo::testing::run_host(
+      "train --model " + dir + "/model --dataset " + dir + "/rows.jsonl --train_type full --reward_funcs format "
+      "--reward_model " + dir + "/rm --reward_weights 1 0.5 --num_generations 4 --per_device_train_batch_size 4 "
+      "--max_completion_length 8 --max_steps 1 --logging_steps 1 --log_completions true --report_to none "
+      "--output_dir " + dir + "/out");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto log = grpo::testing::read_jsonl(dir + "/out/logging.jsonl");
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_TRUE(log[0].contains("rewards/rm/mean")) << log[0];
+  EXPECT_EQ(log[0]["rewards/rm/nan_frac"], 0.0);
+  trainer::RewardModel rm(dir + "/rm", at::kFloat);
+  for (const auto& c : grpo::testing::read_jsonl(dir + "/out/completions.jsonl")) {
+    Prompt prompt;
+    prompt.messages_json = c["prompt"].dump();
+    Sample s;
+    s.prompt = &prompt;
+    s.text = c["completion"];
+    const double expected = rm.score({s})[0];
+    EXPECT_NEAR(c["rewards"]["rm"].get<double>(), expected, 1e-4) << c;
+    EXPECT_NEAR(c["reward"].get<double>(), c["rewards"]["format"].get<double>() + 0.5 * expected, 1e-4) << c;
+  }
+}
