@@ -55,8 +55,8 @@ std::vector<Sample> ConversationRunner::run(const GenerateFn& generate,
       c.messages = r.prompt ? nlohmann::json::parse(r.prompt->messages_json) : nlohmann::json::array();
       c.seed = turn_seed(r.seed, i + 1000003u);
       c.stop_ids = r.stop_ids;
-      if (r.prompt) c.state = handler_.begin(live.size() + (static_cast<uint64_t>(state.global_step) << 32), *r.prompt,
-                                             static_cast<int64_t>(p), i, state, &c.begin_failed);
+      if (r.prompt)
+        c.state = handler_.begin(next_id_++, *r.prompt, static_cast<int64_t>(p), i, state, &c.begin_failed);
       live.push_back(std::move(c));
     }
   }

@@ -6,6 +6,7 @@
 // ids that carry no loss (Sample::sampled).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -62,6 +63,7 @@ class ConversationRunner {
   const tok::Tokenizer& tokenizer_;
   tok::ChatFamily family_;
   ConversationLimits limits_;
+  std::atomic<uint64_t> next_id_{0};  // conversation ids, unique in the run (async and evaluation share it)
 };
 
 }  // namespace grpo::trainer
