@@ -136,8 +136,10 @@ ParseResult parse(const std::vector<std::string>& args, const ParseOptions& opti
   }
 
   Config& config = result.config;
-  for (auto& [name, words] : plugin_flags) detail::ConfigAccess::add_plugin_flag(config, name, std::move(words));
-  if (config_path) config_usable = detail::apply_yaml_file(config, *config_path, problems) && config_usable;
+  for (auto& [name, words] : plugin_flags)
+    detail::ConfigAccess::add_plugin_flag(config, name, std::move(words), "--" + name);
+  if (config_path)
+    config_usable = detail::apply_yaml_file(config, *config_path, problems, options.plugin_flags) && config_usable;
   for (const auto& [spec, flag] : settings) {
     detail::Location where;
     where.kind = detail::Location::Kind::Cli;

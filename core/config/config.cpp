@@ -185,6 +185,13 @@ std::string Config::to_yaml() const {
     if (e.derived) out << "  # " << e.origin;
     out << "\n";
   }
+  if (!plugin_flags_.empty()) {
+    out << "\n# ---- Plugin options (checked against the plugins that published them) ----\n";
+    for (const auto& [name, flag] : plugin_flags_) {
+      nlohmann::json words(flag.words);
+      out << name << ": " << (flag.words.size() == 1 ? words[0].dump() : words.dump()) << "  # " << flag.where << "\n";
+    }
+  }
   return out.str();
 }
 

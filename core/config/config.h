@@ -52,11 +52,16 @@ class Config {
 
   nlohmann::json to_json() const;  // every flag
 
-  // Command-line flags no table row knows, kept for the plugins of the run
-  // (ParseOptions::plugin_flags): name -> the words given. Their options are
-  // flags too, as ms-swift's reward options are; the trainer checks them
-  // against the loaded plugins.
-  const std::map<std::string, std::vector<std::string>>& plugin_flags() const { return plugin_flags_; }
+  // Flags and top-level YAML keys no table row knows, kept for the plugins of
+  // the run (ParseOptions::plugin_flags): name -> the words given and where.
+  // Plugins' options are flags and keys too, as ms-swift's reward options
+  // are; the trainer checks them against the loaded plugins. The command line
+  // wins over the YAML file here as everywhere.
+  struct PluginFlag {
+    std::vector<std::string> words;
+    std::string where;  // "--unit", or "option 'unit' in x.yaml:3"
+  };
+  const std::map<std::string, PluginFlag>& plugin_flags() const { return plugin_flags_; }
   // The resolved configuration as args.yaml: grouped as in --help, loadable again with --config.
   std::string to_yaml() const;
   // Writes to_yaml() to a temporary name in the same directory, then renames it over `path`.
@@ -79,7 +84,7 @@ class Config {
   const Entry& entry(std::string_view name) const;
 
   std::map<std::string, Entry, std::less<>> entries_;
-  std::map<std::string, std::vector<std::string>> plugin_flags_;
+  std::map<std::string, PluginFlag> plugin_flags_;
   int world_size_ = 1;
   bool check_batch_geometry_ = false;
 };

@@ -69,8 +69,10 @@ struct ConfigAccess {
     return config.entries_.at(name);
   }
   static void set_world_size(Config& config, int world_size) { config.world_size_ = world_size; }
-  static void add_plugin_flag(Config& config, const std::string& name, std::vector<std::string> words) {
-    config.plugin_flags_[name] = std::move(words);
+  // Keeps the first one given: the command line's, which is added before the YAML file's.
+  static void add_plugin_flag(Config& config, const std::string& name, std::vector<std::string> words,
+                              std::string where) {
+    config.plugin_flags_.emplace(name, Config::PluginFlag{std::move(words), std::move(where)});
   }
   static void set_check_batch_geometry(Config& config, bool on) { config.check_batch_geometry_ = on; }
   static bool check_batch_geometry(const Config& config) { return config.check_batch_geometry_; }
@@ -81,7 +83,8 @@ void store(Config& config, const FlagSpec& spec, nlohmann::json value, const Loc
 
 // Reads `path` into `config`; problems (missing file, bad YAML, unknown keys, bad values) are recorded.
 // Returns false when the file as a whole could not be used.
-bool apply_yaml_file(Config& config, const std::string& path, Problems& problems);
+// plugin_keys: keys no table row knows are kept as plugin options (Config::plugin_flags).
+bool apply_yaml_file(Config& config, const std::string& path, Problems& problems, bool plugin_keys = false);
 
 // Derives the values that follow from others and checks the rules across flags.
 void resolve(Config& config, Problems& problems);

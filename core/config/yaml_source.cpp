@@ -49,7 +49,7 @@ YAML::Node load(const std::string& path, Problems& problems) {
 
 }  // namespace
 
-bool apply_yaml_file(Config& config, const std::string& path, Problems& problems) {
+bool apply_yaml_file(Config& config, const std::string& path, Problems& problems, bool plugin_keys) {
   const YAML::Node root = load(path, problems);
   if (!root.IsDefined()) return false;  // reported by load()
   if (root.IsNull()) return true;       // an empty file
@@ -80,6 +80,17 @@ bool apply_yaml_file(Config& config, const std::string& path, Problems& problems
       continue;
     }
     const FlagSpec* spec = find_flag(where.spelled);
+    if (!spec && plugin_keys) {  // a plugin's option, checked once the plugins are loaded
+      const YAML::Node& value = kv.second;
+      std::vector<std::string> words;
+      if (value.IsScalar()) words.push_back(value.Scalar());
+      else if (value.IsSequence())
+        for (const auto& item : value) words.push_back(item.IsScalar() ? item.Scalar() : YAML::Dump(item));
+      else words.push_back(YAML::Dump(value));
+      ConfigAccess::add_plugin_flag(config, normalise(where.spelled), std::move(words),
+                                    "option '" + where.spelled + "' in " + path + ":" + std::to_string(line));
+      continue;
+    }
     if (!spec) {
       std::string message = "unknown option '" + where.spelled + "' in " + path + ":" + std::to_string(line);
       const std::string near = closest_flag_name(where.spelled);

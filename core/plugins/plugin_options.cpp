@@ -129,10 +129,11 @@ std::vector<std::string> option_names(const PluginInfo& plugin) {
   return names;
 }
 
-nlohmann::json resolve_plugin_flags(const std::map<std::string, std::vector<std::string>>& flags,
+nlohmann::json resolve_plugin_flags(const std::map<std::string, config::Config::PluginFlag>& flags,
                                     const std::vector<PluginInfo>& plugins) {
   nlohmann::json out = nlohmann::json::object();
-  for (const auto& [name, words] : flags) {
+  for (const auto& [name, flag] : flags) {
+    const std::vector<std::string>& words = flag.words;
     std::string type;
     const PluginInfo* owner = nullptr;
     std::vector<std::string> known;
@@ -144,13 +145,14 @@ nlohmann::json resolve_plugin_flags(const std::map<std::string, std::vector<std:
     if (!owner) {
       for (const config::FlagSpec& f : config::flag_table()) known.push_back(f.name);
       const std::string near = util::closest_name(name, known);
-      throw config::ConfigError(fmt::format("unknown flag --{}{}", name,
+      const bool is_flag = flag.where.rfind("--", 0) == 0;
+      throw config::ConfigError(fmt::format("unknown {}{}", is_flag ? "flag " + flag.where : flag.where,
                                             near.empty() ? " (grpo-host --help lists the flags; `grpo-host plugins "
                                                            "--describe NAME` a plugin's options)"
-                                                         : " — did you mean --" + near + "?"));
+                                                         : " — did you mean " + (is_flag ? "--" + near : "'" + near + "'") + "?"));
     }
     const std::string text = fmt::format("{}", fmt::join(words, " "));
-    const std::string where = fmt::format("--{} (an option of plugin '{}', type {})", name, owner->name, type);
+    const std::string where = fmt::format("{} (an option of plugin '{}', type {})", flag.where, owner->name, type);
     if (words.size() != 1) throw config::ConfigError(where + " takes one value, got '" + text + "'");
     nlohmann::json value;
     if (type == "bool") {

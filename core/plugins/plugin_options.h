@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/config.h"
 #include "plugins/plugin_library.h"
 
 namespace grpo::plugins {
@@ -36,7 +37,7 @@ void check_plugin_args_sections(const nlohmann::json& plugin_args, const std::ve
 // configuration the options are filled from. Throws config::ConfigError for
 // a flag no plugin publishes ("unknown flag", with a did-you-mean over the
 // flags and the options) and for a value of the wrong type.
-nlohmann::json resolve_plugin_flags(const std::map<std::string, std::vector<std::string>>& flags,
+nlohmann::json resolve_plugin_flags(const std::map<std::string, config::Config::PluginFlag>& flags,
                                     const std::vector<PluginInfo>& plugins);
 
 // The option names `plugin` publishes (none when its schema is not an array).

@@ -171,3 +171,37 @@ TEST(TrainFeatures, PluginOptionsAreFlagsToo) {
   EXPECT_NE(d.output.find("--unit (an option of plugin 'repetition', type string) takes one value"), std::string::npos)
       << d.output;
 }
+
+// ... and top-level YAML keys, where the command line wins as for every flag;
+// args.yaml keeps them, so the run loads again from it.
+TEST(TrainFeatures, PluginOptionsAreTopLevelYamlKeysToo) {
+  std::string dir = setup("train_plugin_yaml_keys");
+  const std::string with_args = base_flags(dir) + "--max_steps 1 --log_completions true";
+  CommandResult a = run_host(with_args);
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  const auto want = read_jsonl(dir + "/out/completions.jsonl");
+  std::filesystem::remove_all(dir + "/out");
+  std::string from_yaml = with_args;
+  const std::string section = "--plugin_args '{\"repetition\": {\"unit\": \"token\"}}' ";
+  from_yaml.replace(from_yaml.find(section), section.size(), "--config " + dir + "/keys.yaml ");
+  write_file(dir + "/keys.yaml", "unit: token\n");
+  CommandResult b = run_host(from_yaml);
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  const auto got = read_jsonl(dir + "/out/completions.jsonl");
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i]["rewards"], want[i]["rewards"]) << i;
+  const std::string args = read_file(dir + "/out/args.yaml");
+  EXPECT_NE(args.find("unit: \"token\"  # option 'unit' in " + dir + "/keys.yaml:1"), std::string::npos) << args;
+
+  std::filesystem::remove_all(dir + "/out");
+  CommandResult c = run_host(from_yaml + " --unit word");  // the command line wins
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  EXPECT_NE(read_file(dir + "/out/args.yaml").find("unit: \"word\"  # --unit"), std::string::npos);
+
+  write_file(dir + "/keys.yaml", "unti: token\n");
+  CommandResult d = run_host(from_yaml);
+  EXPECT_EQ(d.exit_code, 2) << d.output;
+  EXPECT_NE(d.output.find("unknown option 'unti' in " + dir + "/keys.yaml:1 — did you mean 'unit'?"),
+            std::string::npos)
+      << d.output;
+}
