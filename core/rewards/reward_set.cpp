@@ -32,8 +32,19 @@ RewardSet::RewardSet(const plugins::PluginRegistry& registry, const std::vector<
   for (const std::string& name : names) {
     plugins::ResolvedPlugin plugin = registry.require(name, GRPO_REWARD_INTERFACE);
     nlohmann::json args = plugin_args.is_object() && plugin_args.contains(name) ? plugin_args[name] : nlohmann::json();
+    // `isolate` in a reward's section is the host's, not the plugin's: this
+    // one reward in a child process (or, false, in-process) whatever
+    // --plugin_isolation says.
+    plugins::Isolation own = isolation;
+    if (args.is_object() && args.contains("isolate")) {
+      if (!args["isolate"].is_boolean())
+        throw plugins::PluginError(fmt::format("plugin_args.{}.isolate takes true or false, got {}", name,
+                                               args["isolate"].dump()));
+      own.process = args["isolate"].get<bool>();
+      args.erase("isolate");
+    }
     nlohmann::json options = plugins::resolve_plugin_options(plugin.info, run_config, args);
-    functions_.push_back(plugins::RewardFunction::create(plugin, options, metrics, config_text, num_threads, text, isolation));
+    functions_.push_back(plugins::RewardFunction::create(plugin, options, metrics, config_text, num_threads, text, own));
   }
 }
 

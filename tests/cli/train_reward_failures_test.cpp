@@ -75,6 +75,22 @@ TEST(TrainRewardIsolation, ACrashingRewardCostsItsBatchAndTrainingGoesOn) {
   for (const auto& line : log) EXPECT_EQ(line["rewards/fixture_crashes/internal_errors"], 1.0) << line;
 }
 
+TEST(TrainRewardIsolation, IsolateInARewardsSectionIsolatesThatRewardAlone) {
+  const std::string dir = tiny_run_dir("train_reward_isolate_one");
+  CommandResult r = run_host(flags(dir, FIXTURE_CRASHES, "fixture_crashes") +
+                             "--plugin_args '{\"fixture_crashes\": {\"isolate\": true}}' --tolerate_reward_errors true");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("died of signal 11"), std::string::npos) << r.output;
+  auto log = read_jsonl(dir + "/out/logging.jsonl");
+  ASSERT_EQ(log.size(), 2u);
+  for (const auto& line : log) EXPECT_EQ(line["rewards/fixture_crashes/internal_errors"], 1.0) << line;
+  CommandResult bad = run_host(flags(dir, FIXTURE_CRASHES, "fixture_crashes") +
+                               "--plugin_args '{\"fixture_crashes\": {\"isolate\": \"yes\"}}'");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("plugin_args.fixture_crashes.isolate takes true or false"), std::string::npos)
+      << bad.output;
+}
+
 TEST(TrainRewardIsolation, AHangingRewardIsCutAtTheTimeout) {
   const std::string dir = tiny_run_dir("train_reward_hang");
   CommandResult r = run_host(flags(dir, FIXTURE_HANGS, "fixture_hangs") +
