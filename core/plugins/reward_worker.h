@@ -63,6 +63,8 @@ class Wire {
   void read_exact(void* out, size_t n, int64_t deadline_ms);
   int fd_;
   std::string out_;
+  std::string in_;  // read ahead; in_[in_pos_..] not yet consumed
+  size_t in_pos_ = 0;
 };
 
 void write_sample(Wire& w, const WireSample& s);
