@@ -131,7 +131,7 @@ std::optional<plugins::SampleRequest> ConversationRunner::advance(Live& c, Sampl
   const int64_t max_len = limits_.max_completion_length;
   const auto used = static_cast<int64_t>(out.ids.size());
   // Ended by length or abort, or out of turns or tokens: no handler call.
-  if (c.begin_failed || out.finish != FinishReason::Stop) return std::nullopt;
+  if (c.begin_failed || !out.prompt || out.finish != FinishReason::Stop) return std::nullopt;
   if (limits_.max_turns && policy_turns >= *limits_.max_turns) return std::nullopt;
   if (limits_.total_scope && used >= max_len) return std::nullopt;
 
