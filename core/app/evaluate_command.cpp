@@ -61,13 +61,9 @@ int run_evaluate_command(const std::vector<std::string>& args) {
   auto metrics_sink = std::make_shared<plugins::MetricsSink>();
   const plugins::TextServices text{&tokenizer, family};
   std::unique_ptr<plugins::MultiturnHandler> handler;
-  if (!s.multi_turn.handler.empty()) {
-    const plugins::ResolvedPlugin h = registry.require(s.multi_turn.handler, GRPO_MULTITURN_INTERFACE);
-    const nlohmann::json& a = s.rewards.plugin_args;
-    handler = plugins::MultiturnHandler::create(
-        h, plugins::resolve_plugin_options(h.info, s.run.json, a.is_object() && a.contains(h.info.name) ? a[h.info.name] : nlohmann::json()),
-        metrics_sink, s.run.json.dump(), text, s.multi_turn.timeout_s);
-  }
+  if (!s.multi_turn.handler.empty())
+    handler = plugins::MultiturnHandler::for_run(registry, s.multi_turn.handler, s.run.json, s.rewards.plugin_args,
+                                                metrics_sink, text, s.multi_turn.timeout_s);
 
   trainer::PromptFormat format{&tokenizer, family, s.prompts.system};
   if (handler) format.tools_json = handler->tools_json();

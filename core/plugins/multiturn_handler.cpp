@@ -10,6 +10,7 @@
 
 #include "plugins/crash_guard.h"
 #include "plugins/plugin_error.h"
+#include "plugins/plugin_options.h"
 
 namespace grpo::plugins {
 
@@ -96,6 +97,18 @@ std::unique_ptr<MultiturnHandler> MultiturnHandler::create(const ResolvedPlugin&
     if (tools.data) h->tools_.assign(tools.data, tools.size);
   }
   return h;
+}
+
+std::unique_ptr<MultiturnHandler> MultiturnHandler::for_run(const PluginRegistry& registry, const std::string& name,
+                                                            const nlohmann::json& run_config,
+                                                            const nlohmann::json& plugin_args,
+                                                            std::shared_ptr<MetricsSink> metrics, TextServices text,
+                                                            double timeout_s) {
+  const ResolvedPlugin plugin = registry.require(name, GRPO_MULTITURN_INTERFACE);
+  const nlohmann::json section =
+      plugin_args.is_object() && plugin_args.contains(name) ? plugin_args[name] : nlohmann::json();
+  return create(plugin, resolve_plugin_options(plugin.info, run_config, section), std::move(metrics),
+                run_config.dump(), text, timeout_s);
 }
 
 MultiturnHandler::~MultiturnHandler() {

@@ -51,6 +51,12 @@ class MultiturnHandler {
                                                   std::shared_ptr<MetricsSink> metrics,
                                                   const std::string& run_config_json, TextServices text = {},
                                                   double timeout_s = 0);
+  // The run's handler `name` from `registry`, its options resolved from the
+  // run configuration and its plugin_args section, as rewards get theirs.
+  static std::unique_ptr<MultiturnHandler> for_run(const PluginRegistry& registry, const std::string& name,
+                                                   const nlohmann::json& run_config, const nlohmann::json& plugin_args,
+                                                   std::shared_ptr<MetricsSink> metrics, TextServices text,
+                                                   double timeout_s);
   ~MultiturnHandler();
   MultiturnHandler(const MultiturnHandler&) = delete;
   MultiturnHandler& operator=(const MultiturnHandler&) = delete;

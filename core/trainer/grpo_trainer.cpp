@@ -142,12 +142,8 @@ void GrpoTrainer::load_plugins(tok::ChatFamily family) {
   plugin_metrics_ = std::make_shared<plugins::MetricsSink>();
   text_services_ = {&tokenizer_, family};
   if (!s_.multi_turn.handler.empty()) {
-    const plugins::ResolvedPlugin h = registry_.require(s_.multi_turn.handler, GRPO_MULTITURN_INTERFACE);
-    const nlohmann::json& args = s_.rewards.plugin_args;
-    const nlohmann::json options = plugins::resolve_plugin_options(
-        h.info, s_.run.json, args.is_object() && args.contains(h.info.name) ? args[h.info.name] : nlohmann::json());
-    handler_ = plugins::MultiturnHandler::create(h, options, plugin_metrics_, s_.run.json.dump(), text_services_,
-                                                s_.multi_turn.timeout_s);
+    handler_ = plugins::MultiturnHandler::for_run(registry_, s_.multi_turn.handler, s_.run.json, s_.rewards.plugin_args,
+                                                 plugin_metrics_, text_services_, s_.multi_turn.timeout_s);
     conversations_ = std::make_unique<ConversationRunner>(
         *handler_, tokenizer_, family,
         ConversationLimits{s_.multi_turn.max_turns, s_.loss.options.max_completion_length, s_.multi_turn.total_scope});
