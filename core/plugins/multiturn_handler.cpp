@@ -71,6 +71,7 @@ std::unique_ptr<MultiturnHandler> MultiturnHandler::create(const ResolvedPlugin&
   std::unique_ptr<MultiturnHandler> h(new MultiturnHandler());
   h->plugin_ = plugin;
   h->timeout_s_ = timeout_s;
+  h->end_record_ = std::make_shared<Call>(TurnView{});
   const auto* table =
       static_cast<const grpo_multiturn_api*>(plugin.library->factory(plugin.info.name, GRPO_MULTITURN_INTERFACE));
   if (!table)
@@ -201,9 +202,8 @@ double MultiturnHandler::reward(grpo_conversation* conv, const TurnView& last) {
 
 void MultiturnHandler::end(grpo_conversation* conv) {
   if (!api_.end || !conv) return;
-  auto c = std::make_shared<Call>(TurnView{});
   // A stuck handler cannot free it now: the state is left to it.
-  call("end", [this, conv](grpo_error*) { api_.end(instance_, conv); return GRPO_OK; }, c);
+  call("end", [this, conv](grpo_error*) { api_.end(instance_, conv); return GRPO_OK; }, end_record_);
 }
 
 }  // namespace grpo::plugins

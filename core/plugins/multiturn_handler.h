@@ -88,6 +88,7 @@ class MultiturnHandler {
   std::string tools_;
   long failures_ = 0;
   double timeout_s_ = 0;
+  std::shared_ptr<Call> end_record_;  // end() has no inputs: one record serves every call
   CallWorker worker_;  // every call after create, one at a time, with its deadline
 };
 

@@ -76,12 +76,13 @@ RewardMatrix RewardSet::score_all(const Inputs& inputs, const plugins::TrainerSt
     m.names.push_back(fn->name());
     m.by_fn.push_back(score_with(*fn, inputs, state));
   }
-  m.total = weighted_total(m.by_fn, weights_);
-  return m;
+  return m;  // the total is the caller's, once every column is in
 }
 
 RewardMatrix RewardSet::score(const std::vector<plugins::RewardInput>& inputs, const plugins::TrainerState& state) {
-  return score_all(inputs, state);
+  RewardMatrix m = score_all(inputs, state);
+  m.total = weighted_total(m.by_fn, weights_);
+  return m;
 }
 
 RewardMatrix RewardSet::score(const std::vector<Sample>& samples, const plugins::TrainerState& state) {

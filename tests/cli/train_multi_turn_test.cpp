@@ -66,7 +66,7 @@ TEST(TrainMultiTurn, AnUnknownHandlerIsNamedWithWhatExists) {
   EXPECT_NE(r.output.find("math_tip_trick"), std::string::npos) << r.output;  // the closest name
 }
 
-TEST(TrainRewardModel, ARewardModelIsAColumnNamedAfterItsDirectory) {
+TEST(TrainRewardModel, ACausalCheckpointRelabelledAsAClassifierIsRefused) {
   const std::string dir = tiny_run_dir("train_reward_model");
   // The tiny model itself as a one-label sequence classifier: its embedding row 0 as the head.
   CommandResult made = run_host("init-model --arch qwen2 --preset tiny --out " + dir + "/my_rm --seed 5");
