@@ -11,6 +11,7 @@
 #include "app/plugins_command.h"
 #include "config/config.h"
 #include "config/log_level.h"
+#include "dist/launcher.h"
 #include "score/score_command.h"
 #include "trainer/grpo_trainer.h"
 #include "trainer/sft_trainer.h"
@@ -51,11 +52,17 @@ int run_config_command(const std::vector<std::string>& args) {
   return 0;
 }
 
-int run_train_command(const std::vector<std::string>& args) {
+// `argv`: the whole command line, which the ranks of a data parallel run get too.
+int run_train_command(const std::vector<std::string>& args, const std::vector<std::string>& argv) {
   grpo::config::ParseOptions options;
   options.plugin_flags = true;  // a reward's options are flags too; checked once the plugins are loaded
   grpo::config::ParseResult parsed = grpo::config::parse(args, options);  // validated before anything loads
-  grpo::trainer::run_grpo(grpo::trainer::GrpoSettings::from(parsed.config));  // refuses what is not built first
+  grpo::trainer::GrpoSettings settings = grpo::trainer::GrpoSettings::from(parsed.config);  // refuses what is not built
+  // NPROC_PER_NODE=N without RANK: start this node's N ranks and watch them.
+  // Their grace to stop after one failed: a collective's timeout, plus a save.
+  if (auto launch = grpo::dist::launch_request_from_environment())
+    return grpo::dist::launch_ranks(*launch, argv, settings.dist.timeout_s + 60.0);
+  grpo::trainer::run_grpo(settings);
   return 0;
 }
 
@@ -93,7 +100,7 @@ int main(int argc, char** argv) {
     if (command == "init-model") return grpo::app::run_init_model_command(args);
     if (command == "generate") return grpo::app::run_generate_command(args);
     if (command == "evaluate") return grpo::app::run_evaluate_command(args);
-    if (command == "train") return run_train_command(args);
+    if (command == "train") return run_train_command(args, std::vector<std::string>(argv, argv + argc));
     if (command == "sft") {
       grpo::trainer::run_sft(
           grpo::trainer::SftSettings::from(grpo::config::parse(args, grpo::config::ParseOptions{{}, 0, false}).config));

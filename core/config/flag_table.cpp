@@ -302,6 +302,8 @@ std::vector<FlagSpec> build_table() {
           .note("(grpo-host trains GRPO only; use ms-swift for DPO, KTO, PPO and the others)"));
   add(integer("ddp_timeout", 1800, "seconds a collective operation waits for the other processes before failing")
           .at_least(1).hint("SECONDS"));
+  add(integer("ddp_bucket_cap_mb", 25, "gradients are averaged over the processes in buckets of this many MB")
+          .at_least(1).hint("MB"));
   add(text("loss_scale", nullptr, "accepted: last_round and default both put loss on exactly the sampled tokens")
           .hint("NAME").choices({"last_round", "default"}));
   add(text("deepspeed", nullptr, "refused").hint("CONFIG").refused(

@@ -12,6 +12,8 @@ uint64_t sequence_seed(uint64_t seed, uint64_t index) {
   return z ^ (z >> 31);
 }
 
+uint64_t seed_of_copies(uint64_t seed, uint64_t first) { return seed + 0x9e3779b97f4a7c15ULL * first; }
+
 namespace {
 
 constexpr float kMasked = -std::numeric_limits<float>::infinity();

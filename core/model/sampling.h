@@ -25,6 +25,12 @@ struct SamplingParams {
 // copy, so the G completions of a prompt never coincide.
 uint64_t sequence_seed(uint64_t seed, uint64_t index);
 
+// The request seed under which copies 0.. are copies `first`.. of a request
+// seeded `seed`: sequence_seed(seed_of_copies(seed, first), i) ==
+// sequence_seed(seed, first + i). A group split over several processes thus
+// samples exactly what one process sampling it whole would.
+uint64_t seed_of_copies(uint64_t seed, uint64_t first);
+
 struct Sampled {
   at::Tensor tokens;    // [B] int64
   at::Tensor logprobs;  // [B] float32: log p(token) under softmax(logits / temperature)

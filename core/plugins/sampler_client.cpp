@@ -40,7 +40,7 @@ void sink(void* ctx, const grpo_completion* c) {
   Sample& out = (*st->out)[slot];
   out.prompt = (*st->requests)[c->request_id].prompt;
   out.request = c->request_id;
-  out.index = c->index;
+  out.index = (*st->requests)[c->request_id].first_copy + c->index;
   out.ids.assign(c->ids, c->ids + c->n_ids);
   if (c->logprobs) out.logprobs.assign(c->logprobs, c->logprobs + c->n_ids);
   out.text.assign(c->text.data ? c->text.data : "", c->text.size);

@@ -24,6 +24,7 @@ struct SampleRequest {
   std::vector<int32_t> stop_ids;
   int32_t max_new_tokens = 0;      // below SampleOptions::max_new_tokens: this request's own budget; 0: none
   const Prompt* prompt = nullptr;  // handed on to its samples
+  uint32_t first_copy = 0;         // these are copies first_copy.. of their group: the samples' `index`
 };
 
 struct SampleOptions {

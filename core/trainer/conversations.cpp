@@ -51,12 +51,12 @@ std::vector<Sample> ConversationRunner::run(const GenerateFn& generate,
       Live c;
       c.out.prompt = r.prompt;
       c.out.request = p;
-      c.out.index = i;
+      c.out.index = r.first_copy + i;
       c.messages = r.prompt ? nlohmann::json::parse(r.prompt->messages_json) : nlohmann::json::array();
       c.seed = turn_seed(r.seed, i + 1000003u);
       c.stop_ids = r.stop_ids;
       if (r.prompt)
-        c.state = handler_.begin(next_id_++, *r.prompt, static_cast<int64_t>(p), i, state, &c.begin_failed);
+        c.state = handler_.begin(next_id_++, *r.prompt, static_cast<int64_t>(p), c.out.index, state, &c.begin_failed);
       live.push_back(std::move(c));
     }
   }

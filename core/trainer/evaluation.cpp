@@ -9,20 +9,20 @@ namespace grpo::trainer {
 
 using util::now_s;
 
-// per_device_eval_batch_size completions (G per prompt) at a time.
+// per_device_eval_batch_size completions (G per prompt) per process at a time.
 Metrics GrpoTrainer::evaluate() {
   wait_for_generation();  // the sampler takes one call at a time
   const double start = now_s();
   const auto G = static_cast<size_t>(s_.batch.num_generations);
-  const size_t per_batch = std::max<size_t>(1, static_cast<size_t>(s_.batch.eval_batch) / G);
+  const size_t per_batch = std::max<size_t>(1, static_cast<size_t>(s_.batch.eval_batch * world_.size()) / G);
   std::vector<const Prompt*> all = val_prompts_->next(val_prompts_->size());
   GenerationBatch whole;
   Metrics per_batch_metrics;  // only eval_num_tokens adds up across batches; the rest is recomputed on `whole`
   for (size_t b = 0; b < all.size(); b += per_batch) {
     std::vector<const Prompt*> part(all.begin() + static_cast<std::ptrdiff_t>(b),
                                     all.begin() + static_cast<std::ptrdiff_t>(std::min(all.size(), b + per_batch)));
-    GenerationBatch batch = generate(part, per_batch_metrics, Purpose::Evaluation, rollout_.generations++);
-    score(batch, per_batch_metrics, trainer_state());
+    GenerationBatch batch =
+        rollout(part, per_batch_metrics, Purpose::Evaluation, rollout_.generations++, trainer_state());
     for (size_t g = 0; g < batch.size() / G; ++g) whole.append_group(batch, g, G);
   }
   Metrics m;

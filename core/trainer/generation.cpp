@@ -1,8 +1,12 @@
 // Generation batches: prompts through the sampler plugin into samples,
 // samples through the reward plugins, scores into group-relative advantages;
-// dynamic_sample resamples groups whose rewards are all equal.
+// dynamic_sample resamples groups whose rewards are all equal. Data
+// parallel, each rank samples and scores its share and every rank then holds
+// the whole batch (batch_exchange.h).
 #include <spdlog/spdlog.h>
 
+#include "model/sampling.h"
+#include "trainer/batch_exchange.h"
 #include "trainer/grpo_trainer.h"
 #include "util/clock.h"
 
@@ -25,8 +29,7 @@ GenerationBatch GrpoTrainer::next_generation_batch(Metrics& m, int64_t micro_don
 GenerationBatch GrpoTrainer::sample_and_score(Metrics& m) {
   const auto wanted = static_cast<size_t>(s_.batch.prompts_per_generation);
   const auto G = static_cast<size_t>(s_.batch.num_generations);
-  GenerationBatch batch = generate(prompts_->next(wanted), m, Purpose::Training, rollout_.generations++);
-  score(batch, m, trainer_state());
+  GenerationBatch batch = rollout(prompts_->next(wanted), m, Purpose::Training, rollout_.generations++, trainer_state());
   if (!s_.sampling.dynamic_sample) return batch;
   // DAPO: only groups whose rewards differ train anything; resample to fill.
   auto group_std = [&](const GenerationBatch& b) {
@@ -39,8 +42,7 @@ GenerationBatch GrpoTrainer::sample_and_score(Metrics& m) {
   Metrics extra;  // the resamples' generation metrics are not this batch's
   for (; !groups.full() && resamples < s_.sampling.max_resample_times; ++resamples) {
     GenerationBatch more =
-        generate(prompts_->next(groups.next_request()), extra, Purpose::Training, rollout_.generations++);
-    score(more, m, trainer_state());
+        rollout(prompts_->next(groups.next_request()), extra, Purpose::Training, rollout_.generations++, trainer_state());
     groups.add(more, group_std(more));
   }
   if (!groups.full())
@@ -48,32 +50,60 @@ GenerationBatch GrpoTrainer::sample_and_score(Metrics& m) {
                  "advantage 0 (raise --max_resample_times or check the rewards)",
                  groups.missing(), wanted, resamples);
   m["dynamic_sample/resample_count"] = static_cast<double>(resamples);
-  m["time/generate"] += extra["time/generate"];
+  for (const auto& [k, v] : extra)  // the resamples' times and reward failures count; their completions do not
+    if (k.rfind("time/", 0) == 0 || k.find("internal_errors") != std::string::npos) m[k] += v;
   return groups.take();
 }
 
 // Runs on a background thread under async_generate: reads only what the
 // main thread does not change while it runs.
+GenerationBatch GrpoTrainer::rollout(const std::vector<const Prompt*>& prompts, Metrics& m, Purpose purpose,
+                                     int64_t generation, const plugins::TrainerState& state) {
+  GenerationBatch batch = generate(prompts, m, purpose, generation);
+  score(batch, m, state);
+  if (world_.distributed()) {
+    const double start = now_s();
+    std::vector<std::string> names = batch.rewards.names;
+    batch = unpack_shares(world_.all_gather(pack_share(batch, prompts), dist::Channel::Rollout,
+                                            "the samples of generation batch " + std::to_string(generation)),
+                          prompts);
+    batch.rewards.names = std::move(names);
+    m["time/gather"] += now_s() - start;
+  }
+  completion_metrics(batch, m, purpose == Purpose::Evaluation ? "eval_" : "");
+  return batch;
+}
+
 GenerationBatch GrpoTrainer::generate(const std::vector<const Prompt*>& prompts, Metrics& m, Purpose purpose,
                                       int64_t generation) {
   const double start = now_s();
-  const std::string prefix = purpose == Purpose::Evaluation ? "eval_" : "";
+  const auto G = static_cast<size_t>(s_.batch.num_generations);
+  // This rank's completions of the batch; copy k of prompt p is the same
+  // completion whichever rank samples it (model::seed_of_copies).
+  const Share share = share_of(prompts.size() * G, world_.rank(), world_.size());
   std::vector<plugins::SampleRequest> requests;
+  std::vector<size_t> group_of;  // each request's prompt in `prompts`
   for (size_t p = 0; p < prompts.size(); ++p) {
+    const size_t first = std::max(share.begin, p * G), end = std::min(share.end, (p + 1) * G);
+    if (first >= end) continue;
     plugins::SampleRequest r;
     r.prompt_ids = prompts[p]->ids;
     r.prompt_text = prompts[p]->text;
     r.messages_json = prompts[p]->messages_json;
-    r.n = static_cast<uint32_t>(s_.batch.num_generations);
+    r.n = static_cast<uint32_t>(end - first);
+    r.first_copy = static_cast<uint32_t>(first - p * G);
     // Never the same seed twice in a run; evaluation has its own series.
-    r.seed = s_.seed * 1000003u + static_cast<uint64_t>(generation) * 65537u + p +
-             (purpose == Purpose::Evaluation ? 1u << 31 : 0u);
+    const uint64_t group_seed = s_.seed * 1000003u + static_cast<uint64_t>(generation) * 65537u + p +
+                                (purpose == Purpose::Evaluation ? 1u << 31 : 0u);
+    r.seed = model::seed_of_copies(group_seed, r.first_copy);
     r.stop_ids = rollout_.stop_ids;
     r.prompt = prompts[p];
     requests.push_back(std::move(r));
+    group_of.push_back(p);
   }
   GenerationBatch out;
   if (conversations_) {  // multi-turn: the runner decodes each turn itself
+    const std::string prefix = purpose == Purpose::Evaluation ? "eval_" : "";
     out.samples = conversations_->run(*rollout_.sampler, requests, s_.sampling.options, trainer_state(), m, prefix);
   } else {
     out.samples = rollout_.sampler->generate(requests, s_.sampling.options);
@@ -81,9 +111,17 @@ GenerationBatch GrpoTrainer::generate(const std::vector<const Prompt*>& prompts,
     // tokenizer, whatever text the sampler sent (or did not).
     for (Sample& c : out.samples) c.text = tokenizer_.decode_sampled(c.ids, /*skip_special_tokens=*/true);
   }
+  for (Sample& c : out.samples) c.request = group_of[c.request];  // rewards see the prompt's place in the batch
+  m["time/generate"] += now_s() - start;
+  return out;
+}
+
+// Over the whole batch, whichever rank sampled what.
+void GrpoTrainer::completion_metrics(const GenerationBatch& batch, Metrics& m, const std::string& prefix) const {
   double lengths = 0, terminated = 0, terminated_len = 0, truncated = 0, aborted = 0, non_tokens = 0;
   double min_len = 1e30, max_len = 0;
-  for (const Sample& c : out.samples) {
+  double turns = 0, max_turns = 0, calls = 0, failures = 0;
+  for (const Sample& c : batch.samples) {
     const auto len = static_cast<double>(c.ids.size());
     lengths += len;
     min_len = std::min(min_len, len);
@@ -92,8 +130,12 @@ GenerationBatch GrpoTrainer::generate(const std::vector<const Prompt*>& prompts,
     else if (c.finish == FinishReason::Abort) ++aborted;
     else ++terminated, terminated_len += len;
     non_tokens += static_cast<double>(tokenizer_.count_non_tokens(c.ids));
+    turns += c.turns;
+    max_turns = std::max(max_turns, static_cast<double>(c.turns));
+    calls += c.tool_calls;
+    failures += c.tool_failures;
   }
-  const auto n = static_cast<double>(out.size());
+  const auto n = static_cast<double>(std::max<size_t>(1, batch.size()));
   m[prefix + "completions/mean_length"] = lengths / n;
   m[prefix + "completions/min_length"] = min_len;
   m[prefix + "completions/max_length"] = max_len;
@@ -108,8 +150,12 @@ GenerationBatch GrpoTrainer::generate(const std::vector<const Prompt*>& prompts,
   // Sampled ids that are embedding rows but no token: decoded to nothing.
   if (non_tokens > 0) m[prefix + "completions/non_token_ids"] = non_tokens;
   m[prefix + "num_tokens"] += lengths;
-  m["time/generate"] += now_s() - start;
-  return out;
+  if (conversations_) {  // the runner's own figures are this rank's share only
+    m[prefix + "turns/mean"] = turns / n;
+    m[prefix + "turns/max"] = max_turns;
+    m[prefix + "tools/call_frequency"] = calls / n;
+    m[prefix + "tools/failure_frequency"] = calls > 0 ? failures / calls : 0.0;
+  }
 }
 
 plugins::TrainerState GrpoTrainer::trainer_state() const {

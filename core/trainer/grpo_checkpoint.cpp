@@ -15,6 +15,7 @@ namespace grpo::trainer {
 namespace fs = std::filesystem;
 
 void GrpoTrainer::save_checkpoint() {
+  if (!world_.is_main()) return;  // every rank holds the same weights and optimizer state
   if (rollout_.pending.valid()) spdlog::warn("checkpoint at step {}: the batch being sampled in the background is not part "
                                      "of it; a resumed run samples it again", policy_.global_step);
   if (!rollout_.queue.empty())  // mid generation batch (steps_per_generation > GA or num_iterations > 1)

@@ -9,6 +9,7 @@
 
 #include "model/lora.h"
 #include "trainer/checkpoint.h"
+#include "trainer/data_parallel.h"
 #include "trainer/grpo_trainer.h"
 #include "util/clock.h"
 
@@ -59,7 +60,8 @@ Metrics GrpoTrainer::step() {
 
 std::vector<MicroBatch> GrpoTrainer::micro_batches_of(const GenerationBatch& batch, Metrics& m) {
   const Advantages adv = advantages_of(batch, m, Purpose::Training);
-  return split_micro_batches(batch, adv.advantages, s_.batch.micro_batch, 0, s_.loss.overlong_filter);
+  return split_micro_batches(batch, adv.advantages, s_.batch.micro_batch, 0, s_.loss.overlong_filter, world_.rank(),
+                             world_.size());
 }
 
 // Constant across the iterations over a generation batch: computed once,
@@ -96,7 +98,8 @@ void GrpoTrainer::accumulate(const MicroBatch& mb, Metrics& m, MetricSums& sums)
   const model::LogprobOptions lp{s_.loss.temperature, kLogprobChunk, /*entropy=*/true};
   model::TokenLogprobs logp = completion_logprobs(*policy_.policy, mb.batch, lp);
   LossOptions options = s_.loss.options;
-  options.dapo_active_tokens = mb.dapo_active_tokens;
+  // Over the ranks' average of gradients: the whole batch's count per rank.
+  options.dapo_active_tokens = mb.dapo_active_tokens / world_.size();
   LossOutput out = grpo_loss(
       {logp.logprobs, mb.old_logp, mb.ref_logp, mb.advantages, mb.batch.completion_mask, mb.is_weight}, options);
   const double t1 = now_s();
@@ -113,16 +116,22 @@ void GrpoTrainer::accumulate(const MicroBatch& mb, Metrics& m, MetricSums& sums)
 void GrpoTrainer::update(Metrics& m) {
   const double t_opt = now_s();
   PolicyState& p = policy_;
+  // Every rank's gradients averaged, as DDP does; whether anything carried
+  // loss is decided over all of them.
+  const int64_t active = average_gradients(world_, p.policy->parameters(), p.step_active_tokens, s_.dist.bucket_bytes,
+                                           "the gradients of step " + std::to_string(p.global_step + 1));
+  const double t_clip = now_s();
+  m["time/grad_sync"] = t_clip - t_opt;
   const double grad_norm = torch::nn::utils::clip_grad_norm_(p.policy->parameters(), s_.optimizer.max_grad_norm);
   const double lr = p.schedule->lr(p.global_step);
-  if (p.step_active_tokens > 0) {  // nothing carried loss (every row filtered): no update at all, not even weight decay
+  if (active > 0) {  // nothing carried loss (every row filtered): no update at all, not even weight decay
     set_learning_rate(*p.optimizer, lr);
     p.optimizer->step();
   }
   p.optimizer->zero_grad();
   m["grad_norm"] = grad_norm;
   m["learning_rate"] = lr;
-  m["time/optimizer"] = now_s() - t_opt;
+  m["time/optimizer"] = now_s() - t_clip;
   m.emplace("time/weight_sync", 0.0);  // logged even when nothing moves (in-process views)
   if (p.reference && s_.ref_sync.enabled && (p.global_step + 1) % s_.ref_sync.every == 0) {
     // TR-DPO's soft update, as TRL's SyncRefModelCallback does it.

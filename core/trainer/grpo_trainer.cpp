@@ -8,16 +8,19 @@
 #include <csignal>
 #include <filesystem>
 #include <random>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 #include <torch/utils.h>
 
+#include "dist/rank_env.h"
 #include "model/stop_ids.h"
 #include "model/threads.h"
 #include "model/weights.h"
 #include "plugins/plugin_error.h"
 #include "plugins/plugin_options.h"
 #include "trainer/checkpoint.h"
+#include "trainer/data_parallel.h"
 #include "trainer/progress_line.h"
 #include "trainer/reward_model.h"
 
@@ -69,14 +72,21 @@ void add_plugin_flags(std::set<std::string, std::less<>>& used, const plugins::P
 
 }  // namespace
 
-GrpoTrainer::GrpoTrainer(GrpoSettings settings)
+GrpoTrainer::GrpoTrainer(GrpoSettings settings, dist::World& world)
     : s_(std::move(settings)),
+      world_(world),
       tokenizer_(tok::Tokenizer::from_dir(s_.model.dir)),
       registry_(plugins::PluginRegistry::discover({s_.rewards.plugins, true, true, ""})) {
   torch::manual_seed(s_.seed);
-  model::configure_cpu_threads(s_.num_threads);
-  fs::create_directories(s_.checkpoint.output_dir);
-  s_.run.config.write_args_yaml((fs::path(s_.checkpoint.output_dir) / "args.yaml").string());
+  // The ranks on this machine share its cores.
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  model::configure_cpu_threads(s_.num_threads > 0 || world_.local_size() < 2
+                                   ? s_.num_threads
+                                   : static_cast<int>(std::max(1u, cores / static_cast<unsigned>(world_.local_size()))));
+  if (world_.is_main()) {
+    fs::create_directories(s_.checkpoint.output_dir);
+    s_.run.config.write_args_yaml((fs::path(s_.checkpoint.output_dir) / "args.yaml").string());
+  }
   const BatchSettings& b = s_.batch;
   // The policy changes while a generation batch is still in use: its ratio
   // needs the log-probs of the weights that sampled it (grpo.md §3).
@@ -114,11 +124,14 @@ GrpoTrainer::GrpoTrainer(GrpoSettings settings)
   policy_.schedule =
       std::make_unique<LrSchedule>(o.scheduler, o.learning_rate, max_steps_, o.warmup_steps.value_or(-1), o.warmup_ratio);
   if (!s_.model.resume_from.empty()) resume_from(s_.model.resume_from);
-  log_ = std::make_unique<RunLog>(s_.checkpoint.output_dir, s_.logging.tensorboard);
-  if (s_.logging.log_completions) completion_log_ = std::make_unique<CompletionLog>(s_.checkpoint.output_dir);
-  spdlog::info("training {} for {} steps: {} prompts x {} completions per generation batch, {} rows{}", s_.model.dir,
+  if (world_.is_main()) {
+    log_ = std::make_unique<RunLog>(s_.checkpoint.output_dir, s_.logging.tensorboard);
+    if (s_.logging.log_completions) completion_log_ = std::make_unique<CompletionLog>(s_.checkpoint.output_dir);
+  }
+  spdlog::info("training {} for {} steps: {} prompts x {} completions per generation batch, {} rows{}{}", s_.model.dir,
                max_steps_, b.prompts_per_generation, b.num_generations, prompts_->size(),
-               val_prompts_ ? ", " + std::to_string(val_prompts_->size()) + " validation rows" : "");
+               val_prompts_ ? ", " + std::to_string(val_prompts_->size()) + " validation rows" : "",
+               world_.distributed() ? ", data parallel over " + std::to_string(world_.size()) + " processes" : "");
 }
 
 // The run's reward plugins, its sampler and its multi-turn handler, with the
@@ -170,6 +183,13 @@ void GrpoTrainer::load_plugins(tok::ChatFamily family) {
 
 namespace {
 
+// Every log line of a rank says which; ranks other than 0 print warnings and
+// errors only (unless --log_level asks for more), as accelerate's do.
+void label_log_lines(int rank) {
+  spdlog::set_pattern("[%Y-%m-%d %H:%M:%S.%e] [rank " + std::to_string(rank) + "] [%^%l%$] %v");
+  if (rank != 0 && spdlog::get_level() == spdlog::level::info) spdlog::set_level(spdlog::level::warn);
+}
+
 // Ctrl-C / SIGTERM: finish the current step, save a checkpoint, exit cleanly.
 std::atomic<bool> g_stop_requested{false};
 extern "C" void request_stop(int) { g_stop_requested = true; }
@@ -180,46 +200,59 @@ void GrpoTrainer::train() {
   const LoggingSettings& l = s_.logging;
   const int64_t save_steps = l.save_steps.value_or(0), eval_steps = l.eval_steps.value_or(0);
   int64_t& step = policy_.global_step;
-  ProgressLine progress(max_steps_);
+  ProgressLine progress(max_steps_, world_.is_main() ? -1 : 0);
   auto previous_int = std::signal(SIGINT, request_stop), previous_term = std::signal(SIGTERM, request_stop);
-  std::string plugin_failure;  // a sampler (e.g. a rollout server gone away) or reward plugin that failed
-  while (step < max_steps_ && !g_stop_requested) {
+  std::string failure, failed;  // what failed (a sampler or reward plugin, a collective) and the sentence for it
+  bool stop = false;            // decided with each step's metrics, so that every rank stops after the same step
+  while (step < max_steps_ && !stop) {
     try {
       Metrics m = this->step();
-      log_->add(m);
-      progress.update(step, m);
-      if (step % l.logging_steps == 0 || step == max_steps_) {
-        progress.clear();
-        log_->flush(step, max_steps_);
+      stop = g_stop_requested;
+      m = global_metrics(world_, m, stop, "the metrics of step " + std::to_string(step));
+      if (log_) {
+        log_->add(m);
+        progress.update(step, m);
+        if (step % l.logging_steps == 0 || step == max_steps_) {
+          progress.clear();
+          log_->flush(step, max_steps_);
+        }
       }
       if (val_prompts_ && eval_steps > 0 && (step % eval_steps == 0 || step == max_steps_)) {
         progress.clear();
-        log_->write(step, evaluate());
+        Metrics eval = evaluate();
+        if (log_) log_->write(step, eval);
       }
     } catch (const plugins::PluginError& e) {  // in a step or in evaluation
-      plugin_failure = e.what();
+      failure = e.what();
+      failed = "a plugin failed";
+      break;
+    } catch (const dist::CollectiveError& e) {
+      failure = e.what();
+      failed = "the training processes lost each other";
       break;
     }
     if (save_steps > 0 && step % save_steps == 0 && step < max_steps_) save_checkpoint();
   }
   progress.clear();
-  if (!plugin_failure.empty()) {
-    // Finished steps are kept: the run continues from them once the plugin works again.
-    log_->flush(step, max_steps_);
-    spdlog::error("stopped at step {}/{}: {}", step, max_steps_, plugin_failure);
+  if (!failure.empty()) {
+    // Finished steps are kept: the run continues from them once the cause is fixed.
+    if (log_) log_->flush(step, max_steps_);
+    spdlog::error("stopped at step {}/{}: {}", step, max_steps_, failure);
     std::string saved = "no step had finished, so there is no checkpoint";
-    if (step > 0) {
+    if (step > 0 && world_.is_main()) {
       save_checkpoint();
       saved = "saved " + (fs::path(s_.checkpoint.output_dir) / ("checkpoint-" + std::to_string(step))).string() +
               ": fix that and continue with --resume_from_checkpoint on it";
+    } else if (step > 0) {
+      saved = "rank 0 saves the checkpoint of the last finished step";
     }
     std::signal(SIGINT, previous_int);
     std::signal(SIGTERM, previous_term);
     throw std::runtime_error("training stopped at step " + std::to_string(step) + "/" + std::to_string(max_steps_) +
-                             " because a plugin failed (above); " + saved);
+                             " because " + failed + " (above); " + saved);
   }
-  if (g_stop_requested) {
-    log_->flush(step, max_steps_);
+  if (stop) {
+    if (log_) log_->flush(step, max_steps_);
     spdlog::warn("stopped by a signal at step {}/{}: saving a checkpoint", step, max_steps_);
   }
   save_checkpoint();
@@ -245,8 +278,20 @@ void GrpoTrainer::report_reward_failures() const {
 }
 
 void run_grpo(const GrpoSettings& settings) {
-  GrpoTrainer trainer(settings);
-  trainer.train();
+  std::unique_ptr<dist::World> world = std::make_unique<dist::World>();
+  if (std::optional<dist::RankEnv> env = dist::rank_env_from_environment(); env && env->world_size > 1) {
+    label_log_lines(env->rank);
+    world = dist::World::join(*env, std::chrono::milliseconds(static_cast<int64_t>(settings.dist.timeout_s * 1000)));
+  }
+  try {
+    GrpoTrainer trainer(settings, *world);
+    trainer.train();
+  } catch (...) {
+    // A collective given up on may still be pending on Gloo's threads, which
+    // the group's destructor would wait for: the process is ending anyway.
+    (void)world.release();
+    throw;
+  }
 }
 
 }  // namespace grpo::trainer

@@ -1,6 +1,7 @@
-// grpo-host train: GRPO on one process — sample G completions per prompt
-// through a sampler plugin, score them with reward plugins, and update the
-// policy with the clipped, KL-regularised loss of grpo.md.
+// grpo-host train: GRPO — sample G completions per prompt through a sampler
+// plugin, score them with reward plugins, and update the policy with the
+// clipped, KL-regularised loss of grpo.md; on one process or data parallel
+// over the ranks of a dist::World (each samples and trains on its share).
 #pragma once
 
 #include <deque>
@@ -12,6 +13,7 @@
 
 #include <torch/optim/adamw.h>
 
+#include "dist/world.h"
 #include "model/transformer.h"
 #include "plugins/multiturn_handler.h"
 #include "plugins/plugin_registry.h"
@@ -70,7 +72,7 @@ struct RolloutState {
 
 class GrpoTrainer {
  public:
-  explicit GrpoTrainer(GrpoSettings settings);
+  GrpoTrainer(GrpoSettings settings, dist::World& world);
   void train();
 
  private:
@@ -88,9 +90,14 @@ class GrpoTrainer {
   GenerationBatch sample_and_score(Metrics& m);
   // Sampling purpose: the seed series and metric names differ for evaluation.
   enum class Purpose { Training, Evaluation };
+  // This rank's share sampled and scored, then the whole batch gathered from
+  // every rank; `generation`: the index its seeds derive from.
+  GenerationBatch rollout(const std::vector<const Prompt*>& prompts, Metrics& m, Purpose purpose, int64_t generation,
+                          const plugins::TrainerState& state);
   GenerationBatch generate(const std::vector<const Prompt*>& prompts, Metrics& m, Purpose purpose,
-                           int64_t generation);  // generation: the index its seeds derive from
+                           int64_t generation);  // this rank's share of the completions
   void score(GenerationBatch& batch, Metrics& m, const plugins::TrainerState& state);
+  void completion_metrics(const GenerationBatch& batch, Metrics& m, const std::string& prefix) const;
   plugins::TrainerState trainer_state() const;
   Advantages advantages_of(const GenerationBatch& batch, Metrics& m, Purpose purpose);
 
@@ -111,6 +118,7 @@ class GrpoTrainer {
   void resume_from(const std::string& dir);
 
   GrpoSettings s_;
+  dist::World& world_;  // this process's rank; one process: a world of one
   int64_t max_steps_ = 0;
   bool needs_old_logp_ = false;  // the policy moves while a generation batch is still being trained on
   tok::Tokenizer tokenizer_;
@@ -121,13 +129,14 @@ class GrpoTrainer {
   std::unique_ptr<ConversationRunner> conversations_;     // drives handler_
   std::shared_ptr<plugins::MetricsSink> plugin_metrics_;
   plugins::TextServices text_services_;  // the run's tokenizer and chat format, for plugins
-  std::unique_ptr<RunLog> log_;
-  std::unique_ptr<CompletionLog> completion_log_;  // null unless log_completions
+  std::unique_ptr<RunLog> log_;                    // rank 0 only
+  std::unique_ptr<CompletionLog> completion_log_;  // rank 0 only, with log_completions
   PolicyState policy_;
   RolloutState rollout_;
 };
 
-// grpo-host train with `settings`, to the end (or a stop signal).
+// grpo-host train with `settings`, to the end (or a stop signal); one rank of
+// a data parallel run when the environment says so (RANK, WORLD_SIZE, ...).
 void run_grpo(const GrpoSettings& settings);
 
 }  // namespace grpo::trainer

@@ -5,7 +5,7 @@
 namespace grpo::trainer {
 
 std::vector<MicroBatch> split_micro_batches(const GenerationBatch& batch, const at::Tensor& advantages, int64_t size,
-                                            int64_t pad_id, bool overlong_filter) {
+                                            int64_t pad_id, bool overlong_filter, int rank, int world) {
   const auto N = static_cast<int64_t>(batch.size());
   double active = 0;
   bool all_logprobs = true;  // a sampler that reports none leaves sampler_logp undefined
@@ -16,7 +16,7 @@ std::vector<MicroBatch> split_micro_batches(const GenerationBatch& batch, const 
   }
   at::Tensor adv = advantages.to(at::kFloat);
   std::vector<MicroBatch> out;
-  for (int64_t b0 = 0; b0 < N; b0 += size) {
+  for (int64_t b0 = rank * size; b0 < N; b0 += size * world) {
     const int64_t n = std::min(size, N - b0);
     MicroBatch mb;
     mb.batch = make_rollout_batch(batch.samples, static_cast<size_t>(b0), static_cast<size_t>(n), pad_id, overlong_filter);

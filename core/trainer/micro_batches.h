@@ -24,7 +24,11 @@ struct MicroBatch {
 };
 
 // Rows [k*size, (k+1)*size) become micro-batch k (the last may be smaller).
+// Data parallel, the batch is cut into micro-batches of size x world rows,
+// and rank r trains on rows [r*size, (r+1)*size) of each: together the ranks'
+// k-th micro-batches are the k-th micro-batch of one process with
+// size x world, so both runs take the same steps.
 std::vector<MicroBatch> split_micro_batches(const GenerationBatch& batch, const at::Tensor& advantages, int64_t size,
-                                            int64_t pad_id, bool overlong_filter);
+                                            int64_t pad_id, bool overlong_filter, int rank = 0, int world = 1);
 
 }  // namespace grpo::trainer

@@ -60,8 +60,7 @@ void GrpoTrainer::launch_generation() {
   const plugins::TrainerState state = trainer_state();
   rollout_.pending = std::async(std::launch::async, [this, prompts, generation, state] {
     RolloutState::Pending out;
-    out.batch = generate(prompts, out.metrics, Purpose::Training, generation);
-    score(out.batch, out.metrics, state);
+    out.batch = rollout(prompts, out.metrics, Purpose::Training, generation, state);
     return out;
   });
 }

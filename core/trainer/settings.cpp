@@ -196,6 +196,8 @@ GrpoSettings GrpoSettings::from(const config::Config& cfg) {
   s.checkpoint = read_checkpoint_settings(r, s.model);
   s.logging = read_logging_settings(r);
   s.rewards = read_reward_settings(r);
+  s.dist.timeout_s = static_cast<double>(r.integer("ddp_timeout"));
+  s.dist.bucket_bytes = r.integer("ddp_bucket_cap_mb") << 20;
   s.run = run_config(cfg, r);
 
   std::vector<std::string> problems;
@@ -210,6 +212,10 @@ GrpoSettings GrpoSettings::from(const config::Config& cfg) {
         "disabled), which a sync would change; use --train_type full, or drop --sync_ref_model");
   check(s.ref_sync.enabled && l.options.beta == 0.0,
         "--sync_ref_model needs a reference model, and --beta 0 loads none: set --beta > 0 or drop it");
+  check(cfg.world_size() > 1 && sm.sampler != "native",
+        "--sampler " + sm.sampler + " (or --vllm_mode server) with " + std::to_string(cfg.world_size()) +
+            " training processes is not built yet: each process would push its weights to the server; train on "
+            "one process against the server, or sample in every process with the native sampler");
   check(s.model.dir.empty(), "training needs --model DIR (a Hugging Face model directory)");
   check(s.data.datasets.empty(), "training needs --dataset rows.jsonl");
   check(s.rewards.funcs.empty() && s.rewards.models.empty(),

@@ -81,6 +81,12 @@ struct SamplingSettings {
 
 // Multi-turn rollouts (ms-swift's multi_turn_scheduler, max_turns,
 // completion_length_limit_scope).
+// Data parallel training over the ranks of the environment (dist/rank_env.h).
+struct DistributedSettings {
+  double timeout_s = 1800;                // ddp_timeout: how long a collective waits for the other ranks
+  int64_t bucket_bytes = 25 << 20;        // ddp_bucket_cap_mb: gradients are averaged in buckets this large
+};
+
 struct MultiTurnSettings {
   std::string handler;               // the grpo.multiturn plugin; empty: single-turn
   std::optional<int64_t> max_turns;  // policy turns; unset: until the handler or the length ends it
@@ -159,6 +165,7 @@ struct GrpoSettings {
   CheckpointSettings checkpoint;
   LoggingSettings logging;
   RewardSettings rewards;
+  DistributedSettings dist;
   int num_threads = 0;
   uint64_t seed = 42;
   RunConfig run;

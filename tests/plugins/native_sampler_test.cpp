@@ -7,6 +7,7 @@
 #include <torch/utils.h>
 
 #include "model/engine.h"
+#include "model/sampling.h"
 #include "model/weights.h"
 #include "plugins/builtin_plugins.h"
 #include "plugins/plugin_error.h"
@@ -48,6 +49,26 @@ TEST(NativeSampler, GivesTheEnginesCompletionsThroughTheAbi) {
     EXPECT_EQ(got[i].logprobs, want[i].logprobs) << i;
     EXPECT_TRUE(got[i].truncated());
   }
+}
+
+TEST(NativeSampler, CopiesOfAGroupSampledApartEqualTheWholeGroup) {
+  // Data parallel ranks each sample some copies of a group: copy k must be
+  // the same completion whichever call samples it.
+  auto sampler = native({{"model", kDir}, {"tokenizer", kTokenizer}});
+  SampleOptions o;
+  o.max_new_tokens = 8;
+  o.temperature = 1.2;
+  auto whole = sampler->generate({{kPrompt, "", "", 4, 99, {}}}, o);
+  SampleRequest tail{kPrompt, "", "", 3, grpo::model::seed_of_copies(99, 1), {}};
+  tail.first_copy = 1;
+  auto part = sampler->generate({tail}, o);
+  ASSERT_EQ(part.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(part[i].index, i + 1);
+    EXPECT_EQ(part[i].ids, whole[i + 1].ids) << i;
+    EXPECT_EQ(part[i].logprobs, whole[i + 1].logprobs) << i;
+  }
+  EXPECT_NE(whole[0].ids, whole[1].ids) << "copies sample their own streams";
 }
 
 TEST(NativeSampler, SeesAnOptimizerUpdateWithoutAnyTransfer) {

@@ -1,0 +1,77 @@
+// The processes of a data-parallel run and the collectives between them:
+// c10d's TCPStore hosted by rank 0 at MASTER_ADDR:MASTER_PORT, and Gloo
+// process groups over it. A world of one process has no group and every
+// collective is the identity, so the trainer's code is the same for both.
+//
+// Two channels, two groups: the rollout (sampling on async_generate's
+// background thread) and training (the main thread) each keep their own
+// order of collectives, which one group would interleave differently on
+// different ranks.
+//
+// A collective that fails or outlasts --ddp_timeout throws CollectiveError
+// naming the collective, what it carried, and the ranks that stopped
+// answering: every rank runs a heartbeat on the store, and a collective
+// that waits reads the others' heartbeats, so a stopped or dead rank is
+// named within seconds (half the timeout, at most 10 s) rather than after
+// the whole timeout. A silent hang is the most reported failure of
+// distributed GRPO runs.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "dist/rank_env.h"
+
+namespace c10d {
+class Work;
+}
+
+namespace grpo::dist {
+
+class CollectiveError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class Channel { Train, Rollout };
+
+class World {
+ public:
+  // One process: no group.
+  World();
+  // Joins the run described by `env` (world size >= 2): rank 0 hosts the
+  // store; everyone waits up to `timeout` for the others to join.
+  static std::unique_ptr<World> join(const RankEnv& env, std::chrono::milliseconds timeout);
+  ~World();
+  World(const World&) = delete;
+  World& operator=(const World&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int local_rank() const { return local_rank_; }
+  int local_size() const { return local_size_; }
+  bool is_main() const { return rank_ == 0; }
+  bool distributed() const { return size_ > 1; }
+
+  // Sums float tensors (CPU, contiguous) in place over the ranks.
+  void all_reduce_sum(std::vector<at::Tensor>& tensors, Channel channel, const std::string& what);
+  // Every rank's bytes, in rank order (sizes may differ).
+  std::vector<std::string> all_gather(const std::string& bytes, Channel channel, const std::string& what);
+  void barrier(Channel channel, const std::string& what);
+
+ private:
+  struct Impl;
+  void wait(c10d::Work& work, const std::string& collective, const std::string& what, double started_s);
+  [[noreturn]] void fail(const std::string& collective, const std::string& what, double started_s,
+                         const std::string& who, const std::string& cause_text);
+  std::unique_ptr<Impl> impl_;
+  int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
+  std::chrono::milliseconds timeout_{0};
+};
+
+}  // namespace grpo::dist

@@ -1,0 +1,257 @@
+// grpo-host train on several processes, as users start it: NPROC_PER_NODE
+// (the host starts its ranks), torchrun-style RANK/WORLD_SIZE, and two
+// "nodes" on this machine — real processes over Gloo on 127.0.0.1. Data
+// parallel must give what one process with the whole batch gives, and a
+// dead or stalled rank must stop the run within --ddp_timeout with the
+// last finished step saved.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "cli/cli_util.h"
+#include "dist/launcher.h"
+#include "model/safetensors.h"
+#include "model/weights.h"
+#include "plugin_paths.h"
+
+using namespace grpo::testing;
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// A run of `steps` steps in two micro-batches per generation batch of
+// per_device_train_batch_size x processes x 2 completions (G 4).
+void write_run(const std::string& dir, const std::string& loss_type, int steps) {
+  write_file(dir + "/run.yaml",
+             "model: " + dir + "/model\n"
+             "dataset: [" + dir + "/rows.jsonl]\n"
+             "train_type: full\n"
+             "reward_funcs: [repetition, format]\n"
+             "reward_weights: [1.0, 0.5]\n"
+             "repetition_n_grams: 1\n"
+             "plugin_args: {repetition: {unit: token}}\n"
+             "warmup_ratio: 0\n"
+             "num_generations: 4\n"
+             "gradient_accumulation_steps: 2\n"
+             "max_completion_length: 12\n"
+             "loss_type: " + loss_type + "\n"
+             "max_steps: " + std::to_string(steps) + "\n"
+             "logging_steps: 1\n"
+             "learning_rate: 2.0e-3\n"
+             "log_completions: true\n"
+             "report_to: [none]\n"
+             "seed: 11\n");
+}
+
+// Every tensor of two model.safetensors: the largest absolute difference.
+double max_weight_difference(const std::string& a, const std::string& b) {
+  auto fa = grpo::model::SafetensorsFile::open(a), fb = grpo::model::SafetensorsFile::open(b);
+  double worst = 0;
+  EXPECT_EQ(fa->tensors().size(), fb->tensors().size());
+  for (const auto& t : fa->tensors()) {
+    const auto* u = fb->find(t.name);
+    if (!u) {
+      ADD_FAILURE() << t.name << " missing from " << b;
+      continue;
+    }
+    at::Tensor x = grpo::model::tensor_view(t).to(at::kDouble), y = grpo::model::tensor_view(*u).to(at::kDouble);
+    worst = std::max(worst, (x - y).abs().max().item<double>());
+  }
+  return worst;
+}
+
+// Completions and losses of two runs' logs agree; their final weights too.
+void expect_same_training(const std::string& one, const std::string& two, int steps, int per_step) {
+  auto c1 = read_jsonl(one + "/completions.jsonl"), c2 = read_jsonl(two + "/completions.jsonl");
+  ASSERT_EQ(c1.size(), static_cast<size_t>(steps * per_step));
+  ASSERT_EQ(c1.size(), c2.size());
+  for (size_t i = 0; i < c1.size(); ++i) {
+    EXPECT_EQ(c1[i]["completion"], c2[i]["completion"]) << "completion " << i;
+    EXPECT_NEAR(c1[i]["advantage"].get<double>(), c2[i]["advantage"].get<double>(), 1e-5) << i;
+  }
+  auto l1 = read_jsonl(one + "/logging.jsonl"), l2 = read_jsonl(two + "/logging.jsonl");
+  ASSERT_EQ(l1.size(), static_cast<size_t>(steps));
+  ASSERT_EQ(l2.size(), l1.size());
+  for (size_t s = 0; s < l1.size(); ++s)
+    for (const char* key : {"loss", "grad_norm", "reward", "reward_std", "kl", "entropy", "num_tokens"})
+      EXPECT_NEAR(l1[s][key].get<double>(), l2[s][key].get<double>(), 1e-5) << key << " at step " << s + 1;
+  const std::string ckpt = "/checkpoint-" + std::to_string(steps) + "/model.safetensors";
+  EXPECT_LT(max_weight_difference(one + ckpt, two + ckpt), 1e-5);
+  EXPECT_GT(max_weight_difference(one + ckpt, one + "/../model/model.safetensors"), 1e-3) << "the run must train";
+  for (const auto& line : l1) EXPECT_GT(line["reward_std"].get<double>(), 0.0) << "rewards must differ within groups";
+}
+
+// grpo-host `args` in the background with `env` added, output to `log`.
+pid_t spawn_host(const std::string& args, const std::vector<std::string>& env, const std::string& log) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    for (const std::string& kv : env) putenv(const_cast<char*>(kv.c_str()));
+    const std::string cmd = "exec '" GRPO_HOST_EXE "' " + args + " > '" + log + "' 2>&1";
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return pid;
+}
+
+// Its exit status (128 + signal when killed), or nullopt after `seconds`.
+std::optional<int> wait_exit(pid_t pid, double seconds) {
+  const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+  while (Clock::now() < deadline) {
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return std::nullopt;
+}
+
+// Waits until `path` holds at least `lines` JSON lines (the steps logged).
+bool wait_for_lines(const std::string& path, size_t lines, double seconds) {
+  const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+  while (Clock::now() < deadline) {
+    if (fs::exists(path) && read_jsonl(path).size() >= lines) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+// The child of `parent` whose environment holds RANK=rank.
+pid_t rank_child(pid_t parent, int rank) {
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string stat = read_file(e.path() / "stat");
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    int ppid = 0;
+    std::sscanf(stat.c_str() + close + 2, "%*c %d", &ppid);
+    if (ppid != parent) continue;
+    const std::string env = read_file(e.path() / "environ");
+    if (env.find(std::string("\0RANK=", 6) + std::to_string(rank) + '\0') != std::string::npos ||
+        env.rfind("RANK=" + std::to_string(rank) + '\0', 0) == 0)
+      return static_cast<pid_t>(std::stoi(name));
+  }
+  return -1;
+}
+
+}  // namespace
+
+TEST(TrainDistributed, TwoProcessesTrainExactlyAsOneProcessWithTwiceTheBatch) {
+  // 3 prompts x G 4 per generation batch: the middle group is split, copies
+  // 0-1 sampled by rank 0 and 2-3 by rank 1.
+  const std::string dir = tiny_run_dir("dist_equivalence");
+  write_run(dir, "grpo", 3);
+  CommandResult one = run_host("train --config " + dir + "/run.yaml --per_device_train_batch_size 6 --output_dir " +
+                               dir + "/one");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  CommandResult two = run_host("train --config " + dir + "/run.yaml --per_device_train_batch_size 3 --output_dir " +
+                                   dir + "/two",
+                               "NPROC_PER_NODE=2");
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  EXPECT_NE(two.output.find("starting 2 ranks"), std::string::npos) << two.output;
+  EXPECT_NE(two.output.find("data parallel over 2 processes"), std::string::npos) << two.output;
+  EXPECT_NE(two.output.find("[rank 0]"), std::string::npos) << two.output;
+  expect_same_training(dir + "/one", dir + "/two", 3, 12);
+}
+
+TEST(TrainDistributed, TwoNodesOfOneProcessTrainAsOneProcessWithTheirBatch) {
+  // dapo: its normaliser is the whole batch's active tokens, over every rank.
+  const std::string dir = tiny_run_dir("dist_two_nodes");
+  write_run(dir, "dapo", 2);
+  CommandResult one = run_host("train --config " + dir + "/run.yaml --per_device_train_batch_size 4 --output_dir " +
+                               dir + "/one");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  const std::string port = std::to_string(grpo::dist::free_port("127.0.0.1"));
+  const std::string args = "train --config " + dir + "/run.yaml --per_device_train_batch_size 2 --output_dir " + dir + "/nodes";
+  const std::vector<std::string> node = {"NNODES=2", "NPROC_PER_NODE=1", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + port};
+  std::vector<std::string> env1 = node, env0 = node;
+  env1.push_back("NODE_RANK=1");
+  env0.push_back("NODE_RANK=0");
+  const pid_t second = spawn_host(args, env1, dir + "/node1.log");
+  const pid_t first = spawn_host(args, env0, dir + "/node0.log");
+  ASSERT_EQ(wait_exit(first, 240), 0) << read_file(dir + "/node0.log");
+  ASSERT_EQ(wait_exit(second, 60), 0) << read_file(dir + "/node1.log");
+  EXPECT_NE(read_file(dir + "/node1.log").find("node 1 of 2"), std::string::npos) << read_file(dir + "/node1.log");
+  expect_same_training(dir + "/one", dir + "/nodes", 2, 8);
+}
+
+TEST(TrainDistributed, AKilledRankStopsTheRunAndRankZeroKeepsTheLastFinishedStep) {
+  const std::string dir = tiny_run_dir("dist_killed");
+  write_run(dir, "grpo", 500);
+  const pid_t launcher = spawn_host("train --config " + dir + "/run.yaml --per_device_train_batch_size 2 --ddp_timeout 30 "
+                                    "--output_dir " + dir + "/out",
+                                    {"NPROC_PER_NODE=2"}, dir + "/run.log");
+  ASSERT_TRUE(wait_for_lines(dir + "/out/logging.jsonl", 2, 120)) << read_file(dir + "/run.log");
+  const pid_t rank1 = rank_child(launcher, 1);
+  ASSERT_GT(rank1, 0) << "rank 1 of launcher " << launcher << " not found";
+  const auto killed_at = Clock::now();
+  kill(rank1, SIGKILL);
+  std::optional<int> code = wait_exit(launcher, 60);
+  const double took = std::chrono::duration<double>(Clock::now() - killed_at).count();
+  if (!code) kill(launcher, SIGKILL);
+  ASSERT_TRUE(code.has_value()) << read_file(dir + "/run.log");
+  const std::string log = read_file(dir + "/run.log");
+  EXPECT_NE(*code, 0) << log;
+  EXPECT_LT(took, 30.0) << "the survivors must stop within --ddp_timeout";
+  EXPECT_NE(log.find("rank 1 (pid " + std::to_string(rank1) + ") was killed by signal 9"), std::string::npos) << log;
+  EXPECT_NE(log.find("the training processes lost each other"), std::string::npos) << log;
+  // Rank 0 saved the last step it finished, which is the last step it logged.
+  const auto lines = read_jsonl(dir + "/out/logging.jsonl");
+  const int last = lines.back()["global_step"].get<int>();
+  const std::string ckpt = dir + "/out/checkpoint-" + std::to_string(last);
+  ASSERT_TRUE(fs::exists(ckpt + "/model.safetensors")) << log;
+  EXPECT_EQ(nlohmann::json::parse(read_file(ckpt + "/trainer_state.json"))["global_step"], last);
+}
+
+TEST(TrainDistributed, AStalledRankMakesTheOthersExitWithinTheTimeoutNamingIt) {
+  // Started as torchrun starts ranks: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT.
+  const std::string dir = tiny_run_dir("dist_stalled");
+  write_run(dir, "grpo", 500);
+  const std::string port = std::to_string(grpo::dist::free_port("127.0.0.1"));
+  const std::string args = "train --config " + dir + "/run.yaml --per_device_train_batch_size 2 --ddp_timeout 5 "
+                           "--output_dir " + dir + "/out";
+  std::vector<pid_t> ranks;
+  for (int r = 0; r < 2; ++r)
+    ranks.push_back(spawn_host(args,
+                               {"RANK=" + std::to_string(r), "WORLD_SIZE=2", "LOCAL_RANK=" + std::to_string(r),
+                                "LOCAL_WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + port},
+                               dir + "/rank" + std::to_string(r) + ".log"));
+  ASSERT_TRUE(wait_for_lines(dir + "/out/logging.jsonl", 2, 120)) << read_file(dir + "/rank0.log");
+  const auto stalled_at = Clock::now();
+  kill(ranks[1], SIGSTOP);
+  std::optional<int> code = wait_exit(ranks[0], 30);
+  const double took = std::chrono::duration<double>(Clock::now() - stalled_at).count();
+  kill(ranks[1], SIGKILL);
+  wait_exit(ranks[1], 10);
+  if (!code) kill(ranks[0], SIGKILL);
+  const std::string log = read_file(dir + "/rank0.log");
+  ASSERT_TRUE(code.has_value()) << "rank 0 did not stop: " << log;
+  EXPECT_NE(*code, 0);
+  EXPECT_LT(took, 5.0) << "within --ddp_timeout 5, the checkpoint saved";
+  EXPECT_NE(log.find("rank 1 stopped answering"), std::string::npos) << log;
+  EXPECT_NE(log.find("--ddp_timeout 5 s"), std::string::npos) << log;
+  const int last = read_jsonl(dir + "/out/logging.jsonl").back()["global_step"].get<int>();
+  EXPECT_TRUE(fs::exists(dir + "/out/checkpoint-" + std::to_string(last) + "/model.safetensors")) << log;
+}
+
+TEST(TrainDistributed, WhatIsNotBuiltForSeveralProcessesIsRefusedOnce) {
+  const std::string dir = tiny_run_dir("dist_refused");
+  write_run(dir, "grpo", 1);
+  CommandResult r = run_host("train --config " + dir + "/run.yaml --per_device_train_batch_size 2 --output_dir " + dir +
+                                 "/out --use_vllm true --vllm_mode server --vllm_server_host 127.0.0.1 "
+                                 "--vllm_server_port 9",
+                             "NPROC_PER_NODE=2");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  const size_t at = r.output.find("training processes is not built yet");
+  EXPECT_NE(at, std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("training processes is not built yet", at + 1), std::string::npos) << "said once: " << r.output;
+  EXPECT_EQ(r.output.find("starting 2 ranks"), std::string::npos) << r.output;
+}
