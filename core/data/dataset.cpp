@@ -126,7 +126,7 @@ nlohmann::json prompt_messages(const Row& row, const std::string& system) {
     messages.push_back({{"role", "user"}, {"content", c[text_column]}});
   }
   if (!system.empty() && (messages.empty() || messages[0]["role"] != "system"))
-    messages.insert(messages.begin(), {{"role", "system"}, {"content", system}});
+    messages.insert(messages.begin(), nlohmann::json::object({{"role", "system"}, {"content", system}}));
   return messages;
 }
 

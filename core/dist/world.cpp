@@ -231,6 +231,43 @@ void World::all_reduce_sum(std::vector<at::Tensor>& tensors, Channel channel, co
   for (auto& w : works) wait(*w, "all_reduce", what, t0);
 }
 
+void World::reduce_sum(std::vector<at::Tensor>& tensors, int root, Channel channel, const std::string& what) {
+  if (!distributed() || tensors.empty()) return;
+  const double t0 = util::now_s();
+  std::vector<c10::intrusive_ptr<c10d::Work>> works;
+  try {
+    c10d::ReduceOptions opts;
+    opts.reduceOp = c10d::ReduceOp::SUM;
+    opts.rootRank = root;
+    opts.timeout = timeout_;
+    for (at::Tensor& t : tensors) {
+      std::vector<at::Tensor> one{t};
+      works.push_back(impl_->group(channel).reduce(one, opts));
+    }
+  } catch (const std::exception& e) {
+    fail("reduce", what, t0, impl_->who_stopped(), cause(e));
+  }
+  for (auto& w : works) wait(*w, "reduce", what, t0);
+}
+
+void World::broadcast(std::vector<at::Tensor>& tensors, int root, Channel channel, const std::string& what) {
+  if (!distributed() || tensors.empty()) return;
+  const double t0 = util::now_s();
+  std::vector<c10::intrusive_ptr<c10d::Work>> works;
+  try {
+    c10d::BroadcastOptions opts;
+    opts.rootRank = root;
+    opts.timeout = timeout_;
+    for (at::Tensor& t : tensors) {
+      std::vector<at::Tensor> one{t};
+      works.push_back(impl_->group(channel).broadcast(one, opts));
+    }
+  } catch (const std::exception& e) {
+    fail("broadcast", what, t0, impl_->who_stopped(), cause(e));
+  }
+  for (auto& w : works) wait(*w, "broadcast", what, t0);
+}
+
 std::vector<std::string> World::all_gather(const std::string& bytes, Channel channel, const std::string& what) {
   if (!distributed()) return {bytes};
   const double t0 = util::now_s();
@@ -259,6 +296,44 @@ std::vector<std::string> World::all_gather(const std::string& bytes, Channel cha
     throw;
   } catch (const std::exception& e) {
     fail("all_gather", what, t0, impl_->who_stopped(), cause(e));
+  }
+}
+
+std::vector<std::string> World::gather_to_main(const std::string& bytes, Channel channel, const std::string& what) {
+  if (!distributed()) return {bytes};
+  const double t0 = util::now_s();
+  try {
+    auto& group = impl_->group(channel);
+    // Sizes to everyone (small), then the bytes, padded to the largest, to rank 0 only.
+    c10d::AllgatherOptions size_opts;
+    size_opts.timeout = timeout_;
+    std::vector<at::Tensor> size_in{at::full({1}, static_cast<int64_t>(bytes.size()), at::kLong)};
+    std::vector<std::vector<at::Tensor>> size_out(1);
+    for (int r = 0; r < size_; ++r) size_out[0].push_back(at::empty({1}, at::kLong));
+    wait(*group.allgather(size_out, size_in, size_opts), "gather", what, t0);
+    int64_t largest = 1;
+    for (const at::Tensor& s : size_out[0]) largest = std::max(largest, s.item<int64_t>());
+    std::vector<at::Tensor> in{at::zeros({largest}, at::kByte)};
+    std::memcpy(in[0].data_ptr(), bytes.data(), bytes.size());
+    std::vector<std::vector<at::Tensor>> out(1);
+    if (is_main())
+      for (int r = 0; r < size_; ++r) out[0].push_back(at::empty({largest}, at::kByte));
+    else
+      out.clear();
+    c10d::GatherOptions opts;
+    opts.rootRank = 0;
+    opts.timeout = timeout_;
+    wait(*group.gather(out, in, opts), "gather", what, t0);
+    std::vector<std::string> result;
+    if (is_main())
+      for (int r = 0; r < size_; ++r)
+        result.emplace_back(static_cast<const char*>(out[0][static_cast<size_t>(r)].data_ptr()),
+                            static_cast<size_t>(size_out[0][static_cast<size_t>(r)].item<int64_t>()));
+    return result;
+  } catch (const CollectiveError&) {
+    throw;
+  } catch (const std::exception& e) {
+    fail("gather", what, t0, impl_->who_stopped(), cause(e));
   }
 }
 

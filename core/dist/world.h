@@ -60,8 +60,15 @@ class World {
 
   // Sums float tensors (CPU, contiguous) in place over the ranks.
   void all_reduce_sum(std::vector<at::Tensor>& tensors, Channel channel, const std::string& what);
+  // Sums float tensors over the ranks into rank `root`'s (the others' are
+  // left undefined in value).
+  void reduce_sum(std::vector<at::Tensor>& tensors, int root, Channel channel, const std::string& what);
+  // Rank `root`'s tensors (CPU, contiguous) into everyone's, in place.
+  void broadcast(std::vector<at::Tensor>& tensors, int root, Channel channel, const std::string& what);
   // Every rank's bytes, in rank order (sizes may differ).
   std::vector<std::string> all_gather(const std::string& bytes, Channel channel, const std::string& what);
+  // The same, on rank 0 only (the others get an empty list).
+  std::vector<std::string> gather_to_main(const std::string& bytes, Channel channel, const std::string& what);
   void barrier(Channel channel, const std::string& what);
 
  private:

@@ -15,12 +15,16 @@ namespace grpo::trainer {
 namespace fs = std::filesystem;
 
 std::unique_ptr<torch::optim::AdamW> make_adamw(const OptimizerSettings& settings, model::CausalLMImpl& model) {
-  torch::optim::AdamWOptions adam(settings.learning_rate);
-  adam.betas({settings.beta1, settings.beta2}).eps(settings.epsilon).weight_decay(settings.weight_decay);
   std::vector<at::Tensor> trainable;
   for (const auto& p : model.parameters())
     if (p.requires_grad()) trainable.push_back(p);
-  return std::make_unique<torch::optim::AdamW>(trainable, adam);
+  return make_adamw(settings, std::move(trainable));
+}
+
+std::unique_ptr<torch::optim::AdamW> make_adamw(const OptimizerSettings& settings, std::vector<at::Tensor> params) {
+  torch::optim::AdamWOptions adam(settings.learning_rate);
+  adam.betas({settings.beta1, settings.beta2}).eps(settings.epsilon).weight_decay(settings.weight_decay);
+  return std::make_unique<torch::optim::AdamW>(std::move(params), adam);
 }
 
 model::CausalLM load_policy(const ModelSettings& settings) {

@@ -17,6 +17,8 @@ namespace grpo::trainer {
 
 // AdamW over the parameters that train (under LoRA: the adapters only).
 std::unique_ptr<torch::optim::AdamW> make_adamw(const OptimizerSettings& settings, model::CausalLMImpl& model);
+// ... over `params` (under ZeRO: this rank's share of them).
+std::unique_ptr<torch::optim::AdamW> make_adamw(const OptimizerSettings& settings, std::vector<at::Tensor> params);
 
 // The policy as --train_type says: a full model, or the base with LoRA
 // adapters (fresh, or read from a checkpoint's PEFT files when resuming).

@@ -1,8 +1,10 @@
 // GRPO checkpoints: everything a resumed run needs to continue exactly — the
-// weights (the checkpoint's model), AdamW's moments, the step, the prompt
-// order, the sampling-seed counter and the random state.
+// weights (the checkpoint's model), AdamW's moments (one file per rank under
+// ZeRO), the step, the prompt order, the sampling-seed counter and the
+// random state.
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <spdlog/spdlog.h>
 #include <torch/serialize.h>
@@ -14,38 +16,94 @@ namespace grpo::trainer {
 
 namespace fs = std::filesystem;
 
-void GrpoTrainer::save_checkpoint() {
-  if (!world_.is_main()) return;  // every rank holds the same weights and optimizer state
+namespace {
+
+// Under ZeRO, rank r's AdamW state: one file per rank, as DeepSpeed keeps them.
+std::string shard_file(int rank, int world) {
+  return "optimizer_zero_rank" + std::to_string(rank) + "_of_" + std::to_string(world) + ".pt";
+}
+
+}  // namespace
+
+void GrpoTrainer::save_checkpoint(bool gather_shards) {
+  // Under ZeRO each rank holds the AdamW state of its own parameters: rank 0
+  // writes every rank's.
+  const bool sharded = policy_.sync->sharded();
+  std::vector<std::string> shards;
+  if (sharded) {
+    std::ostringstream mine;
+    torch::save(*policy_.optimizer, mine);
+    shards = gather_shards ? world_.gather_to_main(mine.str(), dist::Channel::Train,
+                                                   "the optimizer shards of step " + std::to_string(policy_.global_step))
+                           : std::vector<std::string>{mine.str()};
+  }
+  if (!world_.is_main()) return;  // every rank holds the same weights
   if (rollout_.pending.valid()) spdlog::warn("checkpoint at step {}: the batch being sampled in the background is not part "
                                      "of it; a resumed run samples it again", policy_.global_step);
   if (!rollout_.queue.empty())  // mid generation batch (steps_per_generation > GA or num_iterations > 1)
     spdlog::warn("checkpoint at step {} falls inside a generation batch: a run resumed from it samples a new batch "
                  "instead of finishing this one ({} micro-batches)",
                  policy_.global_step, rollout_.queue.size());
+  nlohmann::json state = {{"global_step", policy_.global_step},
+                          {"max_steps", max_steps_},
+                          {"epoch", prompts_->epoch()},
+                          {"generations", rollout_.generations},
+                          {"prompts", prompts_->state()}};
+  if (sharded) {
+    state["zero"] = {{"stage", s_.dist.zero_stage}, {"world_size", world_.size()}, {"shards_saved", shards.size()}};
+    if (shards.size() < static_cast<size_t>(world_.size()))
+      spdlog::warn("checkpoint at step {} holds rank 0's optimizer shard only: the other ranks' AdamW moments were "
+                   "lost with them, and restart from zero when it is resumed", policy_.global_step);
+  }
   trainer::save_checkpoint(
-      *policy_.policy, s_.checkpoint, policy_.global_step, s_.model.dir,
-      {{"global_step", policy_.global_step},
-       {"max_steps", max_steps_},
-       {"epoch", prompts_->epoch()},
-       {"generations", rollout_.generations},
-       {"prompts", prompts_->state()}},
-      [&](const std::string& tmp) {
-        torch::save(*policy_.optimizer, (fs::path(tmp) / "optimizer.pt").string());
+      *policy_.policy, s_.checkpoint, policy_.global_step, s_.model.dir, state, [&](const std::string& tmp) {
+        if (sharded) {
+          for (size_t r = 0; r < shards.size(); ++r)
+            std::ofstream(fs::path(tmp) / shard_file(static_cast<int>(r), world_.size()), std::ios::binary) << shards[r];
+        } else {
+          torch::save(*policy_.optimizer, (fs::path(tmp) / "optimizer.pt").string());
+        }
         // LoRA dropout draws from the default generator: resume its sequence too.
         torch::save(at::globalContext().defaultGenerator(at::kCPU).get_state(), (fs::path(tmp) / "rng_state.pt").string());
       });
 }
 
 void GrpoTrainer::resume_from(const std::string& dir) {
-  const fs::path state_path = fs::path(dir) / "trainer_state.json", optimizer_path = fs::path(dir) / "optimizer.pt";
-  if (!fs::exists(state_path) || !fs::exists(optimizer_path))
-    throw config::ConfigError("--resume_from_checkpoint " + dir +
-                              ": not a training checkpoint (needs trainer_state.json and optimizer.pt)");
+  const fs::path state_path = fs::path(dir) / "trainer_state.json";
+  if (!fs::exists(state_path))
+    throw config::ConfigError("--resume_from_checkpoint " + dir + ": not a training checkpoint (no trainer_state.json)");
   nlohmann::json state = nlohmann::json::parse(std::ifstream(state_path));
+  // The optimizer state as it was kept: whole, or sharded over the ranks of a ZeRO run.
+  const nlohmann::json zero = state.value("zero", nlohmann::json());
+  const std::string here = policy_.sync->sharded() ? "ZeRO stage " + std::to_string(s_.dist.zero_stage) + " over " +
+                                                         std::to_string(world_.size()) + " processes"
+                                                   : "an unsharded optimizer";
+  fs::path optimizer_path = fs::path(dir) / "optimizer.pt";
+  if (!zero.is_null()) {
+    const int stage = zero.at("stage").get<int>(), world = zero.at("world_size").get<int>();
+    if (!policy_.sync->sharded() || stage != s_.dist.zero_stage || world != world_.size())
+      throw config::ConfigError("--resume_from_checkpoint " + dir + ": its optimizer state is sharded by ZeRO stage " +
+                                std::to_string(stage) + " over " + std::to_string(world) +
+                                " processes, and this run has " + here + ": resume with --zero_stage " +
+                                std::to_string(stage) + " on " + std::to_string(world) + " processes");
+    optimizer_path = fs::path(dir) / shard_file(world_.rank(), world);
+  } else if (policy_.sync->sharded()) {
+    throw config::ConfigError("--resume_from_checkpoint " + dir + ": its optimizer state is unsharded (optimizer.pt), "
+                              "and this run has " + here + ": resume it without --deepspeed / --zero_stage");
+  }
+  const bool lost_shard = !zero.is_null() && !fs::exists(optimizer_path);
+  if (!fs::exists(optimizer_path) && !lost_shard)
+    throw config::ConfigError("--resume_from_checkpoint " + dir + ": not a training checkpoint (no " +
+                              optimizer_path.filename().string() + ")");
   policy_.global_step = state.at("global_step").get<int64_t>();
   rollout_.generations = state.value("generations", policy_.global_step);
   prompts_->restore(state.at("prompts"));
-  torch::load(*policy_.optimizer, optimizer_path.string());
+  if (lost_shard)
+    spdlog::warn("{} has no optimizer shard of rank {} (lost when the run that saved it failed): this rank's AdamW "
+                 "moments restart from zero",
+                 dir, world_.rank());
+  else
+    torch::load(*policy_.optimizer, optimizer_path.string());
   if (fs::exists(fs::path(dir) / "rng_state.pt")) {
     at::Tensor rng;
     torch::load(rng, (fs::path(dir) / "rng_state.pt").string());

@@ -4,8 +4,7 @@
 // log-probs, the clipped loss and backward, and finally the update.
 #include <sys/resource.h>
 
-#include <torch/types.h>  // before clip_grad.h, which uses torch::Tensor without including it
-#include <torch/nn/utils/clip_grad.h>
+#include <torch/types.h>
 
 #include "model/lora.h"
 #include "trainer/checkpoint.h"
@@ -116,20 +115,22 @@ void GrpoTrainer::accumulate(const MicroBatch& mb, Metrics& m, MetricSums& sums)
 void GrpoTrainer::update(Metrics& m) {
   const double t_opt = now_s();
   PolicyState& p = policy_;
-  // Every rank's gradients averaged, as DDP does; whether anything carried
-  // loss is decided over all of them.
-  const int64_t active = average_gradients(world_, p.policy->parameters(), p.step_active_tokens, s_.dist.bucket_bytes,
-                                           "the gradients of step " + std::to_string(p.global_step + 1));
+  // Every rank's gradients combined (averaged, or on their ZeRO owners);
+  // whether anything carried loss is decided over all of them.
+  const std::string what = "the gradients of step " + std::to_string(p.global_step + 1);
+  const int64_t active = p.sync->combine_gradients(p.step_active_tokens, what);
   const double t_clip = now_s();
   m["time/grad_sync"] = t_clip - t_opt;
-  const double grad_norm = torch::nn::utils::clip_grad_norm_(p.policy->parameters(), s_.optimizer.max_grad_norm);
+  const double grad_norm = p.sync->clip(s_.optimizer.max_grad_norm, what);
   const double lr = p.schedule->lr(p.global_step);
   if (active > 0) {  // nothing carried loss (every row filtered): no update at all, not even weight decay
     set_learning_rate(*p.optimizer, lr);
     p.optimizer->step();
   }
   p.optimizer->zero_grad();
+  p.sync->after_step("the weights of step " + std::to_string(p.global_step + 1));  // ZeRO: from their owners
   m["grad_norm"] = grad_norm;
+  m["memory/optimizer_state_mb"] = static_cast<double>(optimizer_state_bytes(*p.optimizer)) / (1 << 20);
   m["learning_rate"] = lr;
   m["time/optimizer"] = now_s() - t_clip;
   m.emplace("time/weight_sync", 0.0);  // logged even when nothing moves (in-process views)

@@ -119,7 +119,13 @@ GrpoTrainer::GrpoTrainer(GrpoSettings settings, dist::World& world)
                  prompts_->dropped());
   max_steps_ = total_steps(b, prompts_->size());
 
-  policy_.optimizer = make_adamw(s_.optimizer, *policy_.policy);
+  std::vector<at::Tensor> trainable;
+  for (const auto& p : policy_.policy->parameters())
+    if (p.requires_grad()) trainable.push_back(p);
+  policy_.sync = std::make_unique<ParameterSync>(world_, std::move(trainable), s_.dist.zero_stage, s_.dist.bucket_bytes);
+  policy_.optimizer = make_adamw(s_.optimizer, policy_.sync->optimized());
+  if (s_.dist.zero_stage > 0 && !world_.distributed())
+    spdlog::warn("ZeRO stage {} shards across processes; with one process it changes nothing", s_.dist.zero_stage);
   const OptimizerSettings& o = s_.optimizer;
   policy_.schedule =
       std::make_unique<LrSchedule>(o.scheduler, o.learning_rate, max_steps_, o.warmup_steps.value_or(-1), o.warmup_ratio);
@@ -240,7 +246,7 @@ void GrpoTrainer::train() {
     spdlog::error("stopped at step {}/{}: {}", step, max_steps_, failure);
     std::string saved = "no step had finished, so there is no checkpoint";
     if (step > 0 && world_.is_main()) {
-      save_checkpoint();
+      save_checkpoint(/*gather_shards=*/false);  // the other ranks may be gone: no collective
       saved = "saved " + (fs::path(s_.checkpoint.output_dir) / ("checkpoint-" + std::to_string(step))).string() +
               ": fix that and continue with --resume_from_checkpoint on it";
     } else if (step > 0) {

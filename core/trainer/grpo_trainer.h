@@ -22,6 +22,7 @@
 #include "tokenizer/tokenizer.h"
 #include "trainer/completion_log.h"
 #include "trainer/conversations.h"
+#include "trainer/data_parallel.h"
 #include "trainer/generation_batch.h"
 #include "trainer/lr_schedule.h"
 #include "trainer/micro_batches.h"
@@ -46,7 +47,8 @@ struct MetricSums {
 struct PolicyState {
   model::CausalLM policy{nullptr};
   model::CausalLM reference{nullptr};  // null under LoRA (adapters disabled) or with beta 0
-  std::unique_ptr<torch::optim::AdamW> optimizer;
+  std::unique_ptr<ParameterSync> sync;             // how the ranks' gradients and weights meet (DDP, ZeRO)
+  std::unique_ptr<torch::optim::AdamW> optimizer;  // this rank's share of the parameters under ZeRO
   std::unique_ptr<LrSchedule> schedule;
   int64_t global_step = 0;
   int64_t step_active_tokens = 0;  // tokens that carried loss in the current step
@@ -114,7 +116,9 @@ class GrpoTrainer {
   void report_reward_failures() const;  // the end-of-run summary; throws unless tolerated
 
   // grpo_checkpoint.cpp: checkpoints and resuming.
-  void save_checkpoint();
+  // Collective under ZeRO (every rank's optimizer shard goes to rank 0),
+  // unless `gather_shards` is false: then rank 0 keeps only its own.
+  void save_checkpoint(bool gather_shards = true);
   void resume_from(const std::string& dir);
 
   GrpoSettings s_;

@@ -198,6 +198,14 @@ GrpoSettings GrpoSettings::from(const config::Config& cfg) {
   s.rewards = read_reward_settings(r);
   s.dist.timeout_s = static_cast<double>(r.integer("ddp_timeout"));
   s.dist.bucket_bytes = r.integer("ddp_bucket_cap_mb") << 20;
+  s.dist.zero_stage = static_cast<int>(r.integer("zero_stage"));
+  if (const std::string ds = r.text("deepspeed"); !ds.empty()) {  // zeroN, as the flag's check wrote it
+    const int stage = ds.back() - '0';
+    if (r.is_set("zero_stage") && stage != s.dist.zero_stage)
+      throw config::ConfigError("--deepspeed " + ds + " and --zero_stage " + std::to_string(s.dist.zero_stage) +
+                                " disagree: give one of them");
+    s.dist.zero_stage = stage;
+  }
   s.run = run_config(cfg, r);
 
   std::vector<std::string> problems;

@@ -85,6 +85,7 @@ struct SamplingSettings {
 struct DistributedSettings {
   double timeout_s = 1800;                // ddp_timeout: how long a collective waits for the other ranks
   int64_t bucket_bytes = 25 << 20;        // ddp_bucket_cap_mb: gradients are averaged in buckets this large
+  int zero_stage = 0;                     // --deepspeed zero1|zero2 or --zero_stage: 0 DDP, 1 optimizer state, 2 + gradients
 };
 
 struct MultiTurnSettings {

@@ -255,3 +255,85 @@ TEST(TrainDistributed, WhatIsNotBuiltForSeveralProcessesIsRefusedOnce) {
   EXPECT_EQ(r.output.find("training processes is not built yet", at + 1), std::string::npos) << "said once: " << r.output;
   EXPECT_EQ(r.output.find("starting 2 ranks"), std::string::npos) << r.output;
 }
+
+namespace {
+
+double last(const std::string& out, const char* key) { return read_jsonl(out + "/logging.jsonl").back()[key].get<double>(); }
+
+}  // namespace
+
+TEST(TrainDistributed, ZeroOneAndTwoShardTheOptimizerStateAndTrainAsUnsharded) {
+  const std::string dir = tiny_run_dir("dist_zero");
+  write_run(dir, "grpo", 3);
+  const std::string base = "train --config " + dir + "/run.yaml --output_dir " + dir;
+  CommandResult one = run_host(base + "/one --per_device_train_batch_size 6");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  CommandResult z1 = run_host(base + "/zero1 --per_device_train_batch_size 3 --deepspeed zero1", "NPROC_PER_NODE=2");
+  ASSERT_EQ(z1.exit_code, 0) << z1.output;
+  CommandResult z2 = run_host(base + "/zero2 --per_device_train_batch_size 3 --zero_stage 2", "NPROC_PER_NODE=2");
+  ASSERT_EQ(z2.exit_code, 0) << z2.output;
+  expect_same_training(dir + "/one", dir + "/zero1", 3, 12);
+  expect_same_training(dir + "/one", dir + "/zero2", 3, 12);
+  // AdamW's moments per rank: about half of one process's (the mean over the ranks is logged).
+  const double whole = last(dir + "/one", "memory/optimizer_state_mb");
+  EXPECT_GT(whole, 0.1);
+  for (const char* run : {"/zero1", "/zero2"}) {
+    EXPECT_NEAR(last(dir + run, "memory/optimizer_state_mb") / whole, 0.5, 0.05) << run;
+  }
+}
+
+TEST(TrainDistributed, AZeroCheckpointHoldsEveryShardAndResumesOnTheSameProcessesOnly) {
+  const std::string dir = tiny_run_dir("dist_zero_resume");
+  write_run(dir, "grpo", 3);
+  const std::string base = "train --config " + dir + "/run.yaml --per_device_train_batch_size 3 --deepspeed zero2 "
+                           "--save_steps 2 --output_dir " + dir;
+  CommandResult straight = run_host(base + "/straight", "NPROC_PER_NODE=2");
+  ASSERT_EQ(straight.exit_code, 0) << straight.output;
+  for (const char* f : {"optimizer_zero_rank0_of_2.pt", "optimizer_zero_rank1_of_2.pt"})
+    EXPECT_TRUE(fs::exists(dir + "/straight/checkpoint-2/" + f)) << f;
+  EXPECT_FALSE(fs::exists(dir + "/straight/checkpoint-2/optimizer.pt"));
+  CommandResult resumed =
+      run_host(base + "/resumed --resume_from_checkpoint " + dir + "/straight/checkpoint-2", "NPROC_PER_NODE=2");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_LT(max_weight_difference(dir + "/straight/checkpoint-3/model.safetensors",
+                                  dir + "/resumed/checkpoint-3/model.safetensors"),
+            1e-6);
+  // One process cannot take the shards of two.
+  CommandResult alone = run_host("train --config " + dir + "/run.yaml --per_device_train_batch_size 6 --output_dir " +
+                                 dir + "/alone --resume_from_checkpoint " + dir + "/straight/checkpoint-2");
+  EXPECT_EQ(alone.exit_code, 2) << alone.output;
+  EXPECT_NE(alone.output.find("sharded by ZeRO stage 2 over 2 processes"), std::string::npos) << alone.output;
+}
+
+TEST(TrainDistributed, MsSwiftsMultiGpuExampleRunsWithZero2OnTwoProcesses) {
+  // configs/grpo.yaml is ms-swift's full_vllm.sh (--deepspeed zero2, 7 training GPUs), here at small scale.
+  const std::string dir = tiny_run_dir("dist_swift_example");
+  CommandResult r = run_host("train --config " GRPO_SOURCE_DIR "/configs/grpo.yaml --model " + dir +
+                                 "/model --dataset " + dir + "/rows.jsonl --torch_dtype float32 --max_completion_length 8 "
+                                 "--num_generations 4 --per_device_train_batch_size 2 --max_steps 2 --logging_steps 1 "
+                                 "--output_dir " + dir + "/out",
+                             "NPROC_PER_NODE=2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("data parallel over 2 processes"), std::string::npos) << r.output;
+  auto lines = read_jsonl(dir + "/out/logging.jsonl");
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_TRUE(lines[1].contains("rewards/accuracy/mean"));
+  EXPECT_TRUE(fs::exists(dir + "/out/checkpoint-2/optimizer_zero_rank1_of_2.pt"));
+}
+
+TEST(TrainDistributed, ZeroThreeAndOffloadAreRefusedWithWhatToUseInstead) {
+  const std::string dir = tiny_run_dir("dist_zero3");
+  write_run(dir, "grpo", 1);
+  write_file(dir + "/ds.json", R"({"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}})");
+  for (const std::string& flag : std::vector<std::string>{"--deepspeed zero3", "--zero_stage 3", "--deepspeed zero2_offload",
+                                                          "--deepspeed " + dir + "/ds.json"}) {
+    CommandResult r = run_host("config --config " + dir + "/run.yaml --per_device_train_batch_size 4 " + flag);
+    EXPECT_EQ(r.exit_code, 2) << flag << ": " << r.output;
+    EXPECT_NE(r.output.find("--deepspeed zero2"), std::string::npos) << flag << ": " << r.output;
+  }
+  write_file(dir + "/ds.json", R"({"zero_optimization": {"stage": 1}})");
+  CommandResult ok =
+      run_host("config --config " + dir + "/run.yaml --per_device_train_batch_size 4 --deepspeed " + dir + "/ds.json");
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_NE(ok.output.find("deepspeed: zero1"), std::string::npos) << ok.output;
+}

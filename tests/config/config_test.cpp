@@ -396,7 +396,7 @@ TEST_F(ConfigFiles, YamlShapeProblems) {
 }
 
 TEST(ConfigErrors, ProblemsAreReportedTogether) {
-  const std::string e = cli_error({"--num_generation", "8", "--deepspeed", "zero2", "--epsilon", "0"});
+  const std::string e = cli_error({"--num_generation", "8", "--deepspeed", "zero3", "--epsilon", "0"});
   EXPECT_EQ(e.rfind("4 problems in the configuration:", 0), 0u) << e;  // + the batch divisibility
   EXPECT_NE(e.find("--num_generation "), std::string::npos) << e;
   EXPECT_NE(e.find("--deepspeed"), std::string::npos) << e;
@@ -428,11 +428,13 @@ TEST_F(ConfigFiles, NotBuiltInYamlNamesLine) {
 }
 
 TEST(ConfigAvailability, PythonOnlyFlags) {
-  const std::string ds = cli_error(with_batch({"--deepspeed", "zero2"}));
-  EXPECT_NE(ds.find("flag --deepspeed is not accepted with the value 'zero2': DeepSpeed is Python-only"),
-            std::string::npos)
-      << ds;
-  EXPECT_NE(ds.find("drop --deepspeed"), std::string::npos) << ds;
+  // ZeRO 1 and 2 are built (sharding across processes); ZeRO-3 and offload say what to use instead.
+  EXPECT_NO_THROW(parse_args(with_batch({"--deepspeed", "zero2"})));
+  const std::string ds = cli_error(with_batch({"--deepspeed", "zero3"}));
+  EXPECT_NE(ds.find("ZeRO-3 shards the weights themselves"), std::string::npos) << ds;
+  EXPECT_NE(ds.find("use --deepspeed zero2"), std::string::npos) << ds;
+  EXPECT_NE(cli_error(with_batch({"--deepspeed", "zero2_offload"})).find("offloading optimizer state"), std::string::npos);
+  EXPECT_NE(cli_error(with_batch({"--deepspeed", "fast"})).find("expected zero0, zero1, zero2"), std::string::npos);
   const std::string wandb = cli_error(with_batch({"--report_to", "tensorboard", "wandb"}));
   EXPECT_NE(wandb.find("Weights & Biases"), std::string::npos) << wandb;
   EXPECT_NE(wandb.find("report_to tensorboard"), std::string::npos) << wandb;
@@ -647,7 +649,8 @@ TEST(ConfigHelp, GroupedWithDefaults) {
   EXPECT_NE(help.find("(default: 8)"), std::string::npos);
   EXPECT_NE(help.find("also --external_plugins"), std::string::npos);
   EXPECT_NE(help.find("not built yet"), std::string::npos);
-  EXPECT_NE(help.find("DeepSpeed is Python-only"), std::string::npos);
+  EXPECT_NE(help.find("--deepspeed CONFIG"), std::string::npos);
+  EXPECT_NE(help.find("refused: "), std::string::npos);
   EXPECT_LT(help.find("GRPO:"), help.find("Rewards:"));
 }
 

@@ -184,6 +184,8 @@ TEST(DataParallelWorld, TwoRanksSumGatherAverageGradientsAndAgreeOnStopping) {
     bool stop = w.rank() == 1;
     std::map<std::string, double> mine{{"loss", w.rank() == 0 ? 1.0 : 3.0},
                                        {"rewards/r/internal_errors", 1.0},
+                                       {"clip_ratio/low_min", w.rank() == 0 ? 0.25 : 0.5},
+                                       {"clip_ratio/high_max", w.rank() == 0 ? 0.25 : 0.5},
                                        {"nan", std::numeric_limits<double>::quiet_NaN()}};
     if (w.rank() == 1) mine["completions/aborted_ratio"] = 0.5;
     auto m = global_metrics(w, mine, stop, "test metrics");
@@ -192,6 +194,8 @@ TEST(DataParallelWorld, TwoRanksSumGatherAverageGradientsAndAgreeOnStopping) {
     EXPECT_DOUBLE_EQ(m.at("rewards/r/internal_errors"), 2.0);  // failures add up
     EXPECT_DOUBLE_EQ(m.at("completions/aborted_ratio"), 0.5);  // over the ranks that reported it
     EXPECT_TRUE(std::isnan(m.at("nan")));
+    EXPECT_DOUBLE_EQ(m.at("clip_ratio/low_min"), 0.25);
+    EXPECT_DOUBLE_EQ(m.at("clip_ratio/high_max"), 0.5);
   });
 }
 
