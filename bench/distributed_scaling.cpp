@@ -74,7 +74,8 @@ std::map<std::string, double> step_means(const std::string& out) {
   for (std::string line; std::getline(log, line);) {
     if (line_no++ == 0) continue;  // one-time costs
     ++n;
-    for (const auto& [k, v] : nlohmann::json::parse(line).items())
+    const nlohmann::json j = nlohmann::json::parse(line);  // items() refers to it: keep it alive
+    for (const auto& [k, v] : j.items())
       if (v.is_number()) sums[k] += v.get<double>();
   }
   for (auto& [k, v] : sums) v /= std::max(1, n);
