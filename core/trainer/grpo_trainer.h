@@ -111,6 +111,7 @@ class GrpoTrainer {
   GenerationBatch next_async_batch(Metrics& m);
   void launch_generation();               // on a background thread, with the sampler's current weights
   void sync_sampler_weights(Metrics& m);  // the policy's weights to the sampler (merge, copy or push)
+  void push_weights_to_server(uint32_t flags, const std::string& what);  // rank 0 pushes, every rank waits
   void wait_for_generation();
 
   void report_reward_failures() const;  // the end-of-run summary; throws unless tolerated

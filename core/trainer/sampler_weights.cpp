@@ -47,9 +47,20 @@ void GrpoTrainer::create_sampler() {
     if (s_.sampling.async && rollout_.sampler->in_process()) rollout_.sampler_copy = model::copy_model(policy);
     rollout_.views = std::make_unique<WeightViews>(rollout_.sampler_copy ? *rollout_.sampler_copy : policy);
   }
-  rollout_.sampler->load_weights(rollout_.views->tensors(),
-                                 (rollout_.sampler->in_process() ? GRPO_WEIGHTS_VIEW : 0u) | GRPO_WEIGHTS_LAST_BUCKET |
-                                     (s_.model.lora ? GRPO_WEIGHTS_MERGED_LORA : 0u));
+  const uint32_t flags = (rollout_.sampler->in_process() ? GRPO_WEIGHTS_VIEW : 0u) | GRPO_WEIGHTS_LAST_BUCKET |
+                         (s_.model.lora ? GRPO_WEIGHTS_MERGED_LORA : 0u);
+  if (rollout_.sampler->in_process()) {
+    rollout_.sampler->load_weights(rollout_.views->tensors(), flags);
+  } else {
+    push_weights_to_server(flags, "the policy's first weights");
+  }
+}
+
+// A sampler out of process (a rollout server) is shared by every rank: rank
+// 0 alone pushes the weights, and no rank samples before the push is done.
+void GrpoTrainer::push_weights_to_server(uint32_t flags, const std::string& what) {
+  if (world_.is_main()) rollout_.sampler->load_weights(rollout_.views->tensors(), flags);
+  world_.barrier(dist::Channel::Train, what + " pushed to the rollout server by rank 0");
 }
 
 void GrpoTrainer::launch_generation() {
@@ -84,8 +95,8 @@ void GrpoTrainer::sync_sampler_weights(Metrics& m) {
   const double t0 = now_s();
   if (s_.model.lora) model::merge_lora_into(*policy_.policy, rollout_.merged);  // what the sampler reads
   if (!sampler.in_process()) {
-    sampler.load_weights(rollout_.views->tensors(),
-                         GRPO_WEIGHTS_LAST_BUCKET | (s_.model.lora ? GRPO_WEIGHTS_MERGED_LORA : 0u));
+    push_weights_to_server(GRPO_WEIGHTS_LAST_BUCKET | (s_.model.lora ? GRPO_WEIGHTS_MERGED_LORA : 0u),
+                           "the weights of step " + std::to_string(policy_.global_step));
   } else if (rollout_.sampler_copy) {  // the sampler reads its own copy while the policy trains
     torch::NoGradGuard no_grad;
     auto from = policy_.policy->parameters(), to = rollout_.sampler_copy->parameters();

@@ -220,10 +220,6 @@ GrpoSettings GrpoSettings::from(const config::Config& cfg) {
         "disabled), which a sync would change; use --train_type full, or drop --sync_ref_model");
   check(s.ref_sync.enabled && l.options.beta == 0.0,
         "--sync_ref_model needs a reference model, and --beta 0 loads none: set --beta > 0 or drop it");
-  check(cfg.world_size() > 1 && sm.sampler != "native",
-        "--sampler " + sm.sampler + " (or --vllm_mode server) with " + std::to_string(cfg.world_size()) +
-            " training processes is not built yet: each process would push its weights to the server; train on "
-            "one process against the server, or sample in every process with the native sampler");
   check(s.model.dir.empty(), "training needs --model DIR (a Hugging Face model directory)");
   check(s.data.datasets.empty(), "training needs --dataset rows.jsonl");
   check(s.rewards.funcs.empty() && s.rewards.models.empty(),

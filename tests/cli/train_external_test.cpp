@@ -118,6 +118,35 @@ TEST(TrainExternal, TheSameYamlGivesTheSameGreedyRunWithEitherSampler) {
   EXPECT_GT(server.get("/health/").body.value("tensors_received", 0), 0);
 }
 
+TEST(TrainExternal, TwoTrainingProcessesShareOneServerAndTrainAsOneProcess) {
+  // NPROC_PER_NODE=2 against one server: both ranks sample their share on it,
+  // rank 0 alone pushes each update, and the run equals one process with the
+  // whole batch against its own server.
+  const std::string dir = setup_run("train_external_two", 2);
+  RolloutProcess one_server(dir + "/model"), shared(dir + "/model");
+  ASSERT_NE(one_server.port(), 0);
+  ASSERT_NE(shared.port(), 0);
+  CommandResult one = run_host("train --config " + dir + "/run.yaml --per_device_train_batch_size 4 --output_dir " +
+                               dir + "/one" + external_args(one_server));
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  CommandResult two = run_host("train --config " + dir + "/run.yaml --per_device_train_batch_size 2 --output_dir " +
+                                   dir + "/two" + external_args(shared),
+                               "NPROC_PER_NODE=2");
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  auto want = read_jsonl(dir + "/one/completions.jsonl"), got = read_jsonl(dir + "/two/completions.jsonl");
+  ASSERT_EQ(got.size(), 16u);  // 2 steps x 2 prompts x G=4
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i]["completion"], want[i]["completion"]) << i;
+  auto log_want = read_jsonl(dir + "/one/logging.jsonl"), log_got = read_jsonl(dir + "/two/logging.jsonl");
+  ASSERT_EQ(log_got.size(), 2u);
+  for (size_t s = 0; s < 2; ++s) EXPECT_NEAR(log_got[s]["loss"].get<double>(), log_want[s]["loss"].get<double>(), 1e-5);
+  // Both servers got the same pushes (the first weights and one per step) and hold the same weights.
+  EXPECT_EQ(shared.get("/health/").body.value("tensors_received", 0),
+            one_server.get("/health/").body.value("tensors_received", 0));
+  const std::vector<int32_t> probe = {49, 43, 49, 61, 63};
+  EXPECT_LT(max_difference(server_logprobs(shared, probe), server_logprobs(one_server, probe)), 1e-5);
+}
+
 TEST(TrainExternal, UseVllmServerFlagsSelectTheExternalSampler) {
   const std::string dir = setup_run("train_external_flags", 1);
   RolloutProcess server(dir + "/model");
