@@ -162,6 +162,41 @@ TEST(TrainDistributed, TwoProcessesTrainExactlyAsOneProcessWithTwiceTheBatch) {
   expect_same_training(dir + "/one", dir + "/two", 3, 12);
 }
 
+TEST(TrainDistributed, AsyncGenerateTrainsAsOneProcess) {
+  // async_generate samples on a background thread, with its own process group.
+  const std::string dir = tiny_run_dir("dist_async");
+  write_run(dir, "grpo", 3);
+  const std::string base = "train --config " + dir + "/run.yaml --async_generate true --output_dir " + dir;
+  CommandResult one = run_host(base + "/one --per_device_train_batch_size 6");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  CommandResult two = run_host(base + "/two --per_device_train_batch_size 3", "NPROC_PER_NODE=2");
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  expect_same_training(dir + "/one", dir + "/two", 3, 12);
+}
+
+TEST(TrainDistributed, DynamicSampleResamplesAsOneProcessDoes) {
+  // A random model never answers correctly: every group has equal rewards,
+  // so every step resamples up to the limit, deciding on the gathered rewards.
+  const std::string dir = tiny_run_dir("dist_dynamic");
+  write_run(dir, "grpo", 2);
+  const std::string base = "train --config " + dir + "/run.yaml --reward_funcs accuracy --reward_weights 1 "
+                           "--dynamic_sample true --max_resample_times 2 --output_dir " + dir;
+  CommandResult one = run_host(base + "/one --per_device_train_batch_size 6");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  CommandResult two = run_host(base + "/two --per_device_train_batch_size 3", "NPROC_PER_NODE=2");
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  auto c1 = read_jsonl(dir + "/one/completions.jsonl"), c2 = read_jsonl(dir + "/two/completions.jsonl");
+  ASSERT_EQ(c1.size(), 24u);
+  ASSERT_EQ(c2.size(), c1.size());
+  for (size_t i = 0; i < c1.size(); ++i) EXPECT_EQ(c1[i]["completion"], c2[i]["completion"]) << i;
+  auto l1 = read_jsonl(dir + "/one/logging.jsonl"), l2 = read_jsonl(dir + "/two/logging.jsonl");
+  ASSERT_EQ(l2.size(), 2u);
+  for (size_t s = 0; s < 2; ++s) {
+    EXPECT_EQ(l1[s]["dynamic_sample/resample_count"], 2.0);
+    EXPECT_EQ(l2[s]["dynamic_sample/resample_count"], 2.0);
+  }
+}
+
 TEST(TrainDistributed, TwoNodesOfOneProcessTrainAsOneProcessWithTheirBatch) {
   // dapo: its normaliser is the whole batch's active tokens, over every rank.
   const std::string dir = tiny_run_dir("dist_two_nodes");
