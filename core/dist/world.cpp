@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -213,85 +214,89 @@ void World::wait(c10d::Work& work, const std::string& collective, const std::str
   }
 }
 
-void World::all_reduce_sum(std::vector<at::Tensor>& tensors, Channel channel, const std::string& what) {
+// Launches `start` on each tensor (Gloo reduces each as one buffer), then
+// waits for them all.
+void World::each(std::vector<at::Tensor>& tensors, const char* collective, const std::string& what,
+                 const std::function<c10::intrusive_ptr<c10d::Work>(std::vector<at::Tensor>&)>& start) {
   if (!distributed() || tensors.empty()) return;
   const double t0 = util::now_s();
   std::vector<c10::intrusive_ptr<c10d::Work>> works;
   try {
-    c10d::AllreduceOptions opts;
-    opts.reduceOp = c10d::ReduceOp::SUM;
-    opts.timeout = timeout_;
-    for (at::Tensor& t : tensors) {  // one call per tensor: Gloo reduces each as one buffer
+    for (at::Tensor& t : tensors) {
       std::vector<at::Tensor> one{t};
-      works.push_back(impl_->group(channel).allreduce(one, opts));
+      works.push_back(start(one));
     }
   } catch (const std::exception& e) {
-    fail("all_reduce", what, t0, impl_->who_stopped(), cause(e));
+    fail(collective, what, t0, impl_->who_stopped(), cause(e));
   }
-  for (auto& w : works) wait(*w, "all_reduce", what, t0);
+  for (auto& w : works) wait(*w, collective, what, t0);
+}
+
+void World::all_reduce_sum(std::vector<at::Tensor>& tensors, Channel channel, const std::string& what) {
+  c10d::AllreduceOptions opts;
+  opts.reduceOp = c10d::ReduceOp::SUM;
+  opts.timeout = timeout_;
+  each(tensors, "all_reduce", what, [&](std::vector<at::Tensor>& t) { return impl_->group(channel).allreduce(t, opts); });
 }
 
 void World::reduce_sum(std::vector<at::Tensor>& tensors, int root, Channel channel, const std::string& what) {
-  if (!distributed() || tensors.empty()) return;
-  const double t0 = util::now_s();
-  std::vector<c10::intrusive_ptr<c10d::Work>> works;
-  try {
-    c10d::ReduceOptions opts;
-    opts.reduceOp = c10d::ReduceOp::SUM;
-    opts.rootRank = root;
-    opts.timeout = timeout_;
-    for (at::Tensor& t : tensors) {
-      std::vector<at::Tensor> one{t};
-      works.push_back(impl_->group(channel).reduce(one, opts));
-    }
-  } catch (const std::exception& e) {
-    fail("reduce", what, t0, impl_->who_stopped(), cause(e));
-  }
-  for (auto& w : works) wait(*w, "reduce", what, t0);
+  c10d::ReduceOptions opts;
+  opts.reduceOp = c10d::ReduceOp::SUM;
+  opts.rootRank = root;
+  opts.timeout = timeout_;
+  each(tensors, "reduce", what, [&](std::vector<at::Tensor>& t) { return impl_->group(channel).reduce(t, opts); });
 }
 
 void World::broadcast(std::vector<at::Tensor>& tensors, int root, Channel channel, const std::string& what) {
-  if (!distributed() || tensors.empty()) return;
-  const double t0 = util::now_s();
-  std::vector<c10::intrusive_ptr<c10d::Work>> works;
-  try {
-    c10d::BroadcastOptions opts;
-    opts.rootRank = root;
-    opts.timeout = timeout_;
-    for (at::Tensor& t : tensors) {
-      std::vector<at::Tensor> one{t};
-      works.push_back(impl_->group(channel).broadcast(one, opts));
-    }
-  } catch (const std::exception& e) {
-    fail("broadcast", what, t0, impl_->who_stopped(), cause(e));
-  }
-  for (auto& w : works) wait(*w, "broadcast", what, t0);
+  c10d::BroadcastOptions opts;
+  opts.rootRank = root;
+  opts.timeout = timeout_;
+  each(tensors, "broadcast", what, [&](std::vector<at::Tensor>& t) { return impl_->group(channel).broadcast(t, opts); });
 }
+
+// Every rank's byte count; then `bytes` padded to the largest, as a tensor.
+std::pair<std::vector<int64_t>, at::Tensor> World::padded(const std::string& bytes, Channel channel,
+                                                          const char* collective, const std::string& what, double t0) {
+  c10d::AllgatherOptions opts;
+  opts.timeout = timeout_;
+  std::vector<at::Tensor> size_in{at::full({1}, static_cast<int64_t>(bytes.size()), at::kLong)};
+  std::vector<std::vector<at::Tensor>> size_out(1);
+  for (int r = 0; r < size_; ++r) size_out[0].push_back(at::empty({1}, at::kLong));
+  wait(*impl_->group(channel).allgather(size_out, size_in, opts), collective, what, t0);
+  std::vector<int64_t> sizes;
+  int64_t largest = 1;
+  for (const at::Tensor& s : size_out[0]) {
+    sizes.push_back(s.item<int64_t>());
+    largest = std::max(largest, sizes.back());
+  }
+  at::Tensor in = at::zeros({largest}, at::kByte);
+  std::memcpy(in.data_ptr(), bytes.data(), bytes.size());
+  return {sizes, in};
+}
+
+namespace {
+
+std::vector<std::string> unpad(const std::vector<at::Tensor>& received, const std::vector<int64_t>& sizes) {
+  std::vector<std::string> out;
+  for (size_t r = 0; r < received.size(); ++r)
+    out.emplace_back(static_cast<const char*>(received[r].data_ptr()), static_cast<size_t>(sizes[r]));
+  return out;
+}
+
+}  // namespace
 
 std::vector<std::string> World::all_gather(const std::string& bytes, Channel channel, const std::string& what) {
   if (!distributed()) return {bytes};
   const double t0 = util::now_s();
   try {
+    auto [sizes, padded_in] = padded(bytes, channel, "all_gather", what, t0);
+    std::vector<at::Tensor> in{padded_in};
+    std::vector<std::vector<at::Tensor>> out(1);
+    for (int r = 0; r < size_; ++r) out[0].push_back(at::empty_like(padded_in));
     c10d::AllgatherOptions opts;
     opts.timeout = timeout_;
-    auto& group = impl_->group(channel);
-    // Sizes first, then every rank's bytes padded to the largest.
-    std::vector<at::Tensor> size_in{at::full({1}, static_cast<int64_t>(bytes.size()), at::kLong)};
-    std::vector<std::vector<at::Tensor>> size_out(1);
-    for (int r = 0; r < size_; ++r) size_out[0].push_back(at::empty({1}, at::kLong));
-    wait(*group.allgather(size_out, size_in, opts), "all_gather", what, t0);
-    int64_t largest = 1;
-    for (const at::Tensor& s : size_out[0]) largest = std::max(largest, s.item<int64_t>());
-    std::vector<at::Tensor> in{at::zeros({largest}, at::kByte)};
-    std::memcpy(in[0].data_ptr(), bytes.data(), bytes.size());
-    std::vector<std::vector<at::Tensor>> out(1);
-    for (int r = 0; r < size_; ++r) out[0].push_back(at::empty({largest}, at::kByte));
-    wait(*group.allgather(out, in, opts), "all_gather", what, t0);
-    std::vector<std::string> result;
-    for (int r = 0; r < size_; ++r)
-      result.emplace_back(static_cast<const char*>(out[0][static_cast<size_t>(r)].data_ptr()),
-                          static_cast<size_t>(size_out[0][static_cast<size_t>(r)].item<int64_t>()));
-    return result;
+    wait(*impl_->group(channel).allgather(out, in, opts), "all_gather", what, t0);
+    return unpad(out[0], sizes);
   } catch (const CollectiveError&) {
     throw;
   } catch (const std::exception& e) {
@@ -303,33 +308,18 @@ std::vector<std::string> World::gather_to_main(const std::string& bytes, Channel
   if (!distributed()) return {bytes};
   const double t0 = util::now_s();
   try {
-    auto& group = impl_->group(channel);
-    // Sizes to everyone (small), then the bytes, padded to the largest, to rank 0 only.
-    c10d::AllgatherOptions size_opts;
-    size_opts.timeout = timeout_;
-    std::vector<at::Tensor> size_in{at::full({1}, static_cast<int64_t>(bytes.size()), at::kLong)};
-    std::vector<std::vector<at::Tensor>> size_out(1);
-    for (int r = 0; r < size_; ++r) size_out[0].push_back(at::empty({1}, at::kLong));
-    wait(*group.allgather(size_out, size_in, size_opts), "gather", what, t0);
-    int64_t largest = 1;
-    for (const at::Tensor& s : size_out[0]) largest = std::max(largest, s.item<int64_t>());
-    std::vector<at::Tensor> in{at::zeros({largest}, at::kByte)};
-    std::memcpy(in[0].data_ptr(), bytes.data(), bytes.size());
-    std::vector<std::vector<at::Tensor>> out(1);
-    if (is_main())
-      for (int r = 0; r < size_; ++r) out[0].push_back(at::empty({largest}, at::kByte));
-    else
-      out.clear();
+    auto [sizes, padded_in] = padded(bytes, channel, "gather", what, t0);
+    std::vector<at::Tensor> in{padded_in};
+    std::vector<std::vector<at::Tensor>> out;  // rank 0 alone receives
+    if (is_main()) {
+      out.emplace_back();
+      for (int r = 0; r < size_; ++r) out[0].push_back(at::empty_like(padded_in));
+    }
     c10d::GatherOptions opts;
     opts.rootRank = 0;
     opts.timeout = timeout_;
-    wait(*group.gather(out, in, opts), "gather", what, t0);
-    std::vector<std::string> result;
-    if (is_main())
-      for (int r = 0; r < size_; ++r)
-        result.emplace_back(static_cast<const char*>(out[0][static_cast<size_t>(r)].data_ptr()),
-                            static_cast<size_t>(size_out[0][static_cast<size_t>(r)].item<int64_t>()));
-    return result;
+    wait(*impl_->group(channel).gather(out, in, opts), "gather", what, t0);
+    return is_main() ? unpad(out[0], sizes) : std::vector<std::string>{};
   } catch (const CollectiveError&) {
     throw;
   } catch (const std::exception& e) {

@@ -20,6 +20,7 @@
 #include <ATen/ATen.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -74,6 +75,10 @@ class World {
  private:
   struct Impl;
   void wait(c10d::Work& work, const std::string& collective, const std::string& what, double started_s);
+  void each(std::vector<at::Tensor>& tensors, const char* collective, const std::string& what,
+            const std::function<c10::intrusive_ptr<c10d::Work>(std::vector<at::Tensor>&)>& start);
+  std::pair<std::vector<int64_t>, at::Tensor> padded(const std::string& bytes, Channel channel, const char* collective,
+                                                     const std::string& what, double t0);
   [[noreturn]] void fail(const std::string& collective, const std::string& what, double started_s,
                          const std::string& who, const std::string& cause_text);
   std::unique_ptr<Impl> impl_;

@@ -90,6 +90,18 @@ void expect_same_training(const std::string& one, const std::string& two, int st
   for (const auto& line : l1) EXPECT_GT(line["reward_std"].get<double>(), 0.0) << "rewards must differ within groups";
 }
 
+// `train` with `flags` into dir/one on one process (per-device batch 6)
+// and into dir/two on two (batch 3 each): the same generation batches.
+// Returns the two-process run's output; a failed run fails the test.
+std::string train_one_and_two(const std::string& dir, const std::string& flags) {
+  const std::string base = "train --config " + dir + "/run.yaml " + flags + " --output_dir " + dir;
+  CommandResult one = run_host(base + "/one --per_device_train_batch_size 6");
+  EXPECT_EQ(one.exit_code, 0) << one.output;
+  CommandResult two = run_host(base + "/two --per_device_train_batch_size 3", "NPROC_PER_NODE=2");
+  EXPECT_EQ(two.exit_code, 0) << two.output;
+  return two.output;
+}
+
 // grpo-host `args` in the background with `env` added, output to `log`.
 pid_t spawn_host(const std::string& args, const std::vector<std::string>& env, const std::string& log) {
   const pid_t pid = fork();
@@ -149,16 +161,10 @@ TEST(TrainDistributed, TwoProcessesTrainExactlyAsOneProcessWithTwiceTheBatch) {
   // 0-1 sampled by rank 0 and 2-3 by rank 1.
   const std::string dir = tiny_run_dir("dist_equivalence");
   write_run(dir, "grpo", 3);
-  CommandResult one = run_host("train --config " + dir + "/run.yaml --per_device_train_batch_size 6 --output_dir " +
-                               dir + "/one");
-  ASSERT_EQ(one.exit_code, 0) << one.output;
-  CommandResult two = run_host("train --config " + dir + "/run.yaml --per_device_train_batch_size 3 --output_dir " +
-                                   dir + "/two",
-                               "NPROC_PER_NODE=2");
-  ASSERT_EQ(two.exit_code, 0) << two.output;
-  EXPECT_NE(two.output.find("starting 2 ranks"), std::string::npos) << two.output;
-  EXPECT_NE(two.output.find("data parallel over 2 processes"), std::string::npos) << two.output;
-  EXPECT_NE(two.output.find("[rank 0]"), std::string::npos) << two.output;
+  const std::string two = train_one_and_two(dir, "");
+  EXPECT_NE(two.find("starting 2 ranks"), std::string::npos) << two;
+  EXPECT_NE(two.find("data parallel over 2 processes"), std::string::npos) << two;
+  EXPECT_NE(two.find("[rank 0]"), std::string::npos) << two;
   expect_same_training(dir + "/one", dir + "/two", 3, 12);
 }
 
@@ -166,11 +172,7 @@ TEST(TrainDistributed, AsyncGenerateTrainsAsOneProcess) {
   // async_generate samples on a background thread, with its own process group.
   const std::string dir = tiny_run_dir("dist_async");
   write_run(dir, "grpo", 3);
-  const std::string base = "train --config " + dir + "/run.yaml --async_generate true --output_dir " + dir;
-  CommandResult one = run_host(base + "/one --per_device_train_batch_size 6");
-  ASSERT_EQ(one.exit_code, 0) << one.output;
-  CommandResult two = run_host(base + "/two --per_device_train_batch_size 3", "NPROC_PER_NODE=2");
-  ASSERT_EQ(two.exit_code, 0) << two.output;
+  train_one_and_two(dir, "--async_generate true");
   expect_same_training(dir + "/one", dir + "/two", 3, 12);
 }
 
@@ -179,12 +181,7 @@ TEST(TrainDistributed, DynamicSampleResamplesAsOneProcessDoes) {
   // so every step resamples up to the limit, deciding on the gathered rewards.
   const std::string dir = tiny_run_dir("dist_dynamic");
   write_run(dir, "grpo", 2);
-  const std::string base = "train --config " + dir + "/run.yaml --reward_funcs accuracy --reward_weights 1 "
-                           "--dynamic_sample true --max_resample_times 2 --output_dir " + dir;
-  CommandResult one = run_host(base + "/one --per_device_train_batch_size 6");
-  ASSERT_EQ(one.exit_code, 0) << one.output;
-  CommandResult two = run_host(base + "/two --per_device_train_batch_size 3", "NPROC_PER_NODE=2");
-  ASSERT_EQ(two.exit_code, 0) << two.output;
+  train_one_and_two(dir, "--reward_funcs accuracy --reward_weights 1 --dynamic_sample true --max_resample_times 2");
   auto c1 = read_jsonl(dir + "/one/completions.jsonl"), c2 = read_jsonl(dir + "/two/completions.jsonl");
   ASSERT_EQ(c1.size(), 24u);
   ASSERT_EQ(c2.size(), c1.size());
@@ -251,7 +248,7 @@ TEST(TrainDistributed, AStalledRankMakesTheOthersExitWithinTheTimeoutNamingIt) {
   const std::string dir = tiny_run_dir("dist_stalled");
   write_run(dir, "grpo", 500);
   const std::string port = std::to_string(grpo::dist::free_port("127.0.0.1"));
-  const std::string args = "train --config " + dir + "/run.yaml --per_device_train_batch_size 2 --ddp_timeout 5 "
+  const std::string args = "train --config " + dir + "/run.yaml --per_device_train_batch_size 2 --ddp_timeout 8 "
                            "--output_dir " + dir + "/out";
   std::vector<pid_t> ranks;
   for (int r = 0; r < 2; ++r)
@@ -270,9 +267,9 @@ TEST(TrainDistributed, AStalledRankMakesTheOthersExitWithinTheTimeoutNamingIt) {
   const std::string log = read_file(dir + "/rank0.log");
   ASSERT_TRUE(code.has_value()) << "rank 0 did not stop: " << log;
   EXPECT_NE(*code, 0);
-  EXPECT_LT(took, 5.0) << "within --ddp_timeout 5, the checkpoint saved";
+  EXPECT_LT(took, 8.0) << "within --ddp_timeout 8, the checkpoint saved";
   EXPECT_NE(log.find("rank 1 stopped answering"), std::string::npos) << log;
-  EXPECT_NE(log.find("--ddp_timeout 5 s"), std::string::npos) << log;
+  EXPECT_NE(log.find("--ddp_timeout 8 s"), std::string::npos) << log;
   const int last = read_jsonl(dir + "/out/logging.jsonl").back()["global_step"].get<int>();
   EXPECT_TRUE(fs::exists(dir + "/out/checkpoint-" + std::to_string(last) + "/model.safetensors")) << log;
 }
