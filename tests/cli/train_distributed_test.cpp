@@ -243,6 +243,25 @@ TEST(TrainDistributed, AKilledRankStopsTheRunAndRankZeroKeepsTheLastFinishedStep
   EXPECT_EQ(nlohmann::json::parse(read_file(ckpt + "/trainer_state.json"))["global_step"], last);
 }
 
+TEST(TrainDistributed, SigtermToTheLauncherStopsEveryRankAfterTheSameStepWithACheckpoint) {
+  const std::string dir = tiny_run_dir("dist_sigterm");
+  write_run(dir, "grpo", 500);
+  const pid_t launcher = spawn_host("train --config " + dir + "/run.yaml --per_device_train_batch_size 2 --output_dir " +
+                                        dir + "/out",
+                                    {"NPROC_PER_NODE=2"}, dir + "/run.log");
+  ASSERT_TRUE(wait_for_lines(dir + "/out/logging.jsonl", 2, 120)) << read_file(dir + "/run.log");
+  kill(launcher, SIGTERM);
+  std::optional<int> code = wait_exit(launcher, 60);
+  if (!code) kill(launcher, SIGKILL);
+  const std::string log = read_file(dir + "/run.log");
+  ASSERT_TRUE(code.has_value()) << log;
+  EXPECT_EQ(*code, 0) << "a requested stop is a clean end: " << log;
+  EXPECT_NE(log.find("stopped by a signal"), std::string::npos) << log;
+  const int last = read_jsonl(dir + "/out/logging.jsonl").back()["global_step"].get<int>();
+  EXPECT_LT(last, 500);
+  EXPECT_TRUE(fs::exists(dir + "/out/checkpoint-" + std::to_string(last) + "/model.safetensors")) << log;
+}
+
 TEST(TrainDistributed, AStalledRankMakesTheOthersExitWithinTheTimeoutNamingIt) {
   // Started as torchrun starts ranks: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT.
   const std::string dir = tiny_run_dir("dist_stalled");
