@@ -1,10 +1,10 @@
 #include "config/flag_table.h"
+#include "config/zero_flags.h"
 
 #include "trainer/loss_type.h"
 #include "util/suggest.h"
 
 #include <algorithm>
-#include <fstream>
 #include <cctype>
 
 namespace grpo::config {
@@ -95,46 +95,6 @@ std::string finish_sampler(json& v) {
   });
   return ok ? "" : "expected a sampler name: native, external_server or one registered by a plugin";
 }
-
-// ZeRO-3 shards the weights themselves; offloading moves state to CPU memory.
-const char* const kZero3 = "ZeRO-3 shards the weights themselves, which grpo-host does not: use --deepspeed zero2 "
-                           "(optimizer state and gradients sharded), or --train_type lora to train far fewer weights";
-const char* const kOffload = "offloading optimizer state to CPU memory is not built: use --deepspeed zero2 without "
-                             "offload (the state is sharded across the processes instead)";
-
-// zero0..zero2 as given, or read from a DeepSpeed JSON config: the value
-// becomes "zeroN".
-std::string finish_deepspeed(json& v) {
-  if (!v.is_string()) return "";  // unset
-  const std::string given = v.get<std::string>();
-  if (given == "zero0" || given == "zero1" || given == "zero2") return "";
-  if (given == "zero3" || given == "zero3_offload") return kZero3;
-  if (given == "zero2_offload") return kOffload;
-  if (given.size() < 5 || given.compare(given.size() - 5, 5, ".json") != 0)
-    return "expected zero0, zero1, zero2 or a DeepSpeed JSON config file, got '" + given + "'";
-  std::ifstream in(given);
-  if (!in) return "cannot open the DeepSpeed config " + given;
-  json config;
-  try {
-    config = json::parse(in);
-  } catch (const std::exception& e) {
-    return "the DeepSpeed config " + given + " is not valid JSON: " + e.what();
-  }
-  const json zero = config.value("zero_optimization", json::object());
-  if (!zero.is_object()) return given + ": zero_optimization is not an object";
-  for (const char* key : {"offload_optimizer", "offload_param"}) {
-    const json o = zero.value(key, json::object());
-    if (o.is_object() && o.value("device", std::string("none")) != "none") return given + ": " + kOffload;
-  }
-  const json stage = zero.value("stage", json(0));
-  if (!stage.is_number_integer() || stage.get<int>() < 0 || stage.get<int>() > 3)
-    return given + ": zero_optimization.stage must be 0, 1, 2 or 3";
-  if (stage.get<int>() == 3) return given + ": " + kZero3;
-  v = "zero" + std::to_string(stage.get<int>());
-  return "";
-}
-
-std::string finish_zero_stage(json& v) { return v.is_number_integer() && v.get<int64_t>() >= 3 ? std::string(kZero3) : ""; }
 
 std::vector<FlagSpec> build_table() {
   std::vector<FlagSpec> t;
@@ -341,17 +301,13 @@ std::vector<FlagSpec> build_table() {
   group = FlagGroup::Compat;
   add(text("rlhf_type", "grpo", "accepted: grpo is the only mode").hint("TYPE").choices({"grpo"})
           .note("(grpo-host trains GRPO only; use ms-swift for DPO, KTO, PPO and the others)"));
-  add(integer("ddp_timeout", 1800, "seconds a collective operation waits for the other processes before failing")
-          .at_least(1).hint("SECONDS"));
-  add(integer("ddp_bucket_cap_mb", 25, "gradients are averaged over the processes in buckets of this many MB")
-          .at_least(1).hint("MB"));
+  add(integer("ddp_timeout", 1800, "seconds a collective waits for the other processes").at_least(1).hint("SECONDS"));
+  add(integer("ddp_bucket_cap_mb", 25, "MB per bucket of gradients averaged over the processes").at_least(1).hint("MB"));
   add(text("loss_scale", nullptr, "accepted: last_round and default both put loss on exactly the sampled tokens")
           .hint("NAME").choices({"last_round", "default"}));
-  add(text("deepspeed", nullptr, "ZeRO sharding across the processes by DeepSpeed's name: zero0 (none), zero1 "
-           "(optimizer state), zero2 (optimizer state and gradients), or a DeepSpeed JSON config (its "
-           "zero_optimization.stage)").hint("CONFIG").finish(finish_deepspeed));
-  add(integer("zero_stage", 0, "ZeRO stage: 0 plain data parallel, 1 optimizer state sharded, 2 gradients too")
-          .at_least(0).hint("STAGE").finish(finish_zero_stage));
+  add(text("deepspeed", nullptr, "ZeRO by DeepSpeed's name: zero0, zero1 (optimizer state sharded), zero2 (and "
+           "gradients), or a DeepSpeed JSON config").hint("CONFIG").finish(finish_deepspeed));
+  add(integer("zero_stage", 0, "ZeRO stage: 0 none, 1 optimizer state, 2 and gradients").finish(finish_zero_stage));
   add(boolean("use_hf", false, "refused").refused(
       "grpo-host downloads nothing: --model and --dataset are local paths; fetch them first (e.g. "
       "`huggingface-cli download Qwen/Qwen2.5-7B-Instruct --local-dir Qwen2.5-7B-Instruct`) and drop --use_hf"));
