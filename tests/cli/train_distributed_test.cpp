@@ -194,6 +194,32 @@ TEST(TrainDistributed, DynamicSampleResamplesAsOneProcessDoes) {
   }
 }
 
+TEST(TrainDistributed, MultiTurnConversationsContinueAsInOneProcess) {
+  // ms-swift's multi-turn example (math_tip_trick hints) at small scale: a
+  // conversation's later turns keep their seeds whichever rank runs them.
+  const std::string dir = tiny_run_dir("dist_multi_turn");
+  write_run(dir, "grpo", 2);
+  const std::string base = "train --config " GRPO_SOURCE_DIR "/configs/multi_turn.yaml --model " + dir +
+                           "/model --dataset " + dir + "/rows.jsonl --torch_dtype float32 --num_generations 4 "
+                           "--gradient_accumulation_steps 2 --max_completion_length 12 --max_steps 2 --logging_steps 1 "
+                           "--stop_words a e i o u 1 2 3 --report_to none --log_completions true --output_dir " + dir;
+  CommandResult one = run_host(base + "/one --per_device_train_batch_size 6");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  CommandResult two = run_host(base + "/two --per_device_train_batch_size 3", "NPROC_PER_NODE=2");
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  auto c1 = read_jsonl(dir + "/one/completions.jsonl"), c2 = read_jsonl(dir + "/two/completions.jsonl");
+  ASSERT_EQ(c1.size(), 24u);
+  ASSERT_EQ(c2.size(), c1.size());
+  for (size_t i = 0; i < c1.size(); ++i) EXPECT_EQ(c1[i]["completion"], c2[i]["completion"]) << i;
+  auto l1 = read_jsonl(dir + "/one/logging.jsonl"), l2 = read_jsonl(dir + "/two/logging.jsonl");
+  ASSERT_EQ(l2.size(), 2u);
+  for (size_t s = 0; s < 2; ++s) {
+    EXPECT_GT(l1[s]["turns/mean"].get<double>(), 1.0) << "hints must follow some turns";
+    for (const char* key : {"loss", "turns/mean", "turns/max", "num_tokens"})
+      EXPECT_NEAR(l1[s][key].get<double>(), l2[s][key].get<double>(), 1e-5) << key << " at step " << s + 1;
+  }
+}
+
 TEST(TrainDistributed, TwoNodesOfOneProcessTrainAsOneProcessWithTheirBatch) {
   // dapo: its normaliser is the whole batch's active tokens, over every rank.
   const std::string dir = tiny_run_dir("dist_two_nodes");
