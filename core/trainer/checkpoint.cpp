@@ -14,11 +14,15 @@ namespace grpo::trainer {
 
 namespace fs = std::filesystem;
 
-std::unique_ptr<torch::optim::AdamW> make_adamw(const OptimizerSettings& settings, model::CausalLMImpl& model) {
+std::vector<at::Tensor> trainable_parameters(model::CausalLMImpl& model) {
   std::vector<at::Tensor> trainable;
   for (const auto& p : model.parameters())
     if (p.requires_grad()) trainable.push_back(p);
-  return make_adamw(settings, std::move(trainable));
+  return trainable;
+}
+
+std::unique_ptr<torch::optim::AdamW> make_adamw(const OptimizerSettings& settings, model::CausalLMImpl& model) {
+  return make_adamw(settings, trainable_parameters(model));
 }
 
 std::unique_ptr<torch::optim::AdamW> make_adamw(const OptimizerSettings& settings, std::vector<at::Tensor> params) {

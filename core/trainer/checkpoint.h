@@ -15,7 +15,10 @@
 
 namespace grpo::trainer {
 
-// AdamW over the parameters that train (under LoRA: the adapters only).
+// The parameters that train (under LoRA: the adapters only).
+std::vector<at::Tensor> trainable_parameters(model::CausalLMImpl& model);
+
+// AdamW over trainable_parameters(model).
 std::unique_ptr<torch::optim::AdamW> make_adamw(const OptimizerSettings& settings, model::CausalLMImpl& model);
 // ... over `params` (under ZeRO: this rank's share of them).
 std::unique_ptr<torch::optim::AdamW> make_adamw(const OptimizerSettings& settings, std::vector<at::Tensor> params);

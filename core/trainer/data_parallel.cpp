@@ -40,6 +40,29 @@ std::vector<std::pair<size_t, size_t>> runs(const std::vector<at::Tensor>& param
   return out;
 }
 
+// Gradients of params[a, b) as one float32 buffer (a missing one as zeros).
+at::Tensor flat_gradients(const std::vector<at::Tensor>& params, size_t a, size_t b) {
+  std::vector<at::Tensor> parts;
+  for (size_t i = a; i < b; ++i) {
+    const at::Tensor& g = params[i].grad();
+    parts.push_back(g.defined() ? g.detach().reshape({-1}).to(at::kFloat) : at::zeros({params[i].numel()}, at::kFloat));
+  }
+  return at::cat(parts).contiguous();
+}
+
+// `flat` x `scale` back into the gradients of params[a, b).
+void set_gradients(const std::vector<at::Tensor>& params, size_t a, size_t b, const at::Tensor& flat, double scale) {
+  at::NoGradGuard no_grad;
+  int64_t offset = 0;
+  for (size_t i = a; i < b; ++i) {
+    const at::Tensor& p = params[i];
+    at::Tensor value = flat.narrow(0, offset, p.numel()).view(p.sizes()).mul(scale);
+    offset += p.numel();
+    if (p.grad().defined()) p.grad().copy_(value);
+    else p.mutable_grad() = value.to(p.scalar_type());
+  }
+}
+
 }  // namespace
 
 ParameterSync::ParameterSync(dist::World& world, std::vector<at::Tensor> trained, int zero_stage, int64_t bucket_bytes)
@@ -70,27 +93,13 @@ int64_t ParameterSync::combine_gradients(int64_t local_active_tokens, const std:
   std::vector<at::Tensor> active{at::full({1}, static_cast<double>(local_active_tokens), at::kDouble)};
   world_.all_reduce_sum(active, dist::Channel::Train, what + " (loss-carrying tokens)");
   // Each run of one owner's gradients summed on that owner, in float32.
-  const double inv = 1.0 / world_.size();
-  at::NoGradGuard no_grad;
   for (const auto& [a, b] : runs(trained_, owner_, bucket_bytes_)) {
-    std::vector<at::Tensor> parts;
-    for (size_t i = a; i < b; ++i) {
-      const at::Tensor& g = trained_[i].grad();
-      parts.push_back(g.defined() ? g.reshape({-1}).to(at::kFloat) : at::zeros({trained_[i].numel()}, at::kFloat));
-    }
-    std::vector<at::Tensor> flat{at::cat(parts).contiguous()};
+    std::vector<at::Tensor> flat{flat_gradients(trained_, a, b)};
     world_.reduce_sum(flat, owner_[a], dist::Channel::Train, what);
-    int64_t offset = 0;
-    for (size_t i = a; i < b; ++i) {
-      at::Tensor p = trained_[i];
-      if (owner_[a] == world_.rank()) {
-        at::Tensor avg = flat[0].narrow(0, offset, p.numel()).view(p.sizes()).mul(inv);
-        if (p.grad().defined()) p.grad().copy_(avg);
-        else p.mutable_grad() = avg.to(p.scalar_type());
-      } else {
-        p.mutable_grad().reset();  // another rank's: not kept here
-      }
-      offset += p.numel();
+    if (owner_[a] == world_.rank()) {
+      set_gradients(trained_, a, b, flat[0], 1.0 / world_.size());
+    } else {
+      for (size_t i = a; i < b; ++i) trained_[i].mutable_grad().reset();  // another rank's: not kept here
     }
   }
   return static_cast<int64_t>(active[0].item<double>());
@@ -153,44 +162,13 @@ int64_t average_gradients(dist::World& world, const std::vector<at::Tensor>& par
   for (const at::Tensor& p : params)
     if (p.requires_grad()) trained.push_back(p);
   if (!world.distributed()) return local_active_tokens;
-  const int64_t per_bucket = std::max<int64_t>(1, bucket_bytes / 4);
-  // Buckets of consecutive parameters: [first, last) each.
-  std::vector<std::pair<size_t, size_t>> ranges;
-  for (size_t i = 0; i < trained.size();) {
-    size_t j = i;
-    int64_t n = 0;
-    while (j < trained.size() && (j == i || n + trained[j].numel() <= per_bucket)) n += trained[j++].numel();
-    ranges.emplace_back(i, j);
-    i = j;
-  }
-  std::vector<at::Tensor> flat;
-  flat.push_back(at::full({1}, static_cast<double>(local_active_tokens), at::kDouble));
-  for (const auto& [a, b] : ranges) {
-    std::vector<at::Tensor> parts;
-    for (size_t i = a; i < b; ++i) {
-      const at::Tensor& g = trained[i].grad();
-      parts.push_back(g.defined() ? g.detach().reshape({-1}).to(at::kFloat) : at::zeros({trained[i].numel()}, at::kFloat));
-    }
-    flat.push_back(at::cat(parts).contiguous());
-  }
+  // One call: the active-token count, then a bucket per run of parameters.
+  const auto buckets = runs(trained, std::vector<int>(trained.size(), 0), bucket_bytes);
+  std::vector<at::Tensor> flat{at::full({1}, static_cast<double>(local_active_tokens), at::kDouble)};
+  for (const auto& [a, b] : buckets) flat.push_back(flat_gradients(trained, a, b));
   world.all_reduce_sum(flat, dist::Channel::Train, what);
-  const double inv = 1.0 / world.size();
-  for (size_t k = 0; k < ranges.size(); ++k) {
-    at::Tensor& f = flat[k + 1];
-    f.mul_(inv);
-    int64_t offset = 0;
-    for (size_t i = ranges[k].first; i < ranges[k].second; ++i) {
-      at::Tensor p = trained[i];
-      at::Tensor avg = f.narrow(0, offset, p.numel()).view(p.sizes());
-      offset += p.numel();
-      at::NoGradGuard no_grad;
-      if (p.grad().defined()) {
-        p.grad().copy_(avg);
-      } else {
-        p.mutable_grad() = avg.to(p.scalar_type()).clone();
-      }
-    }
-  }
+  for (size_t k = 0; k < buckets.size(); ++k)
+    set_gradients(trained, buckets[k].first, buckets[k].second, flat[k + 1], 1.0 / world.size());
   return static_cast<int64_t>(flat[0].item<double>());
 }
 

@@ -119,10 +119,8 @@ GrpoTrainer::GrpoTrainer(GrpoSettings settings, dist::World& world)
                  prompts_->dropped());
   max_steps_ = total_steps(b, prompts_->size());
 
-  std::vector<at::Tensor> trainable;
-  for (const auto& p : policy_.policy->parameters())
-    if (p.requires_grad()) trainable.push_back(p);
-  policy_.sync = std::make_unique<ParameterSync>(world_, std::move(trainable), s_.dist.zero_stage, s_.dist.bucket_bytes);
+  policy_.sync = std::make_unique<ParameterSync>(world_, trainable_parameters(*policy_.policy), s_.dist.zero_stage,
+                                                 s_.dist.bucket_bytes);
   policy_.optimizer = make_adamw(s_.optimizer, policy_.sync->optimized());
   if (s_.dist.zero_stage > 0 && !world_.distributed())
     spdlog::warn("ZeRO stage {} shards across processes; with one process it changes nothing", s_.dist.zero_stage);

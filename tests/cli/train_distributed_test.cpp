@@ -69,15 +69,20 @@ double max_weight_difference(const std::string& a, const std::string& b) {
   return worst;
 }
 
-// Completions and losses of two runs' logs agree; their final weights too.
-void expect_same_training(const std::string& one, const std::string& two, int steps, int per_step) {
+// Two runs logged the same `count` completions, with the same advantages.
+void expect_same_completions(const std::string& one, const std::string& two, size_t count) {
   auto c1 = read_jsonl(one + "/completions.jsonl"), c2 = read_jsonl(two + "/completions.jsonl");
-  ASSERT_EQ(c1.size(), static_cast<size_t>(steps * per_step));
+  ASSERT_EQ(c1.size(), count);
   ASSERT_EQ(c1.size(), c2.size());
   for (size_t i = 0; i < c1.size(); ++i) {
     EXPECT_EQ(c1[i]["completion"], c2[i]["completion"]) << "completion " << i;
     EXPECT_NEAR(c1[i]["advantage"].get<double>(), c2[i]["advantage"].get<double>(), 1e-5) << i;
   }
+}
+
+// Completions and losses of two runs' logs agree; their final weights too.
+void expect_same_training(const std::string& one, const std::string& two, int steps, int per_step) {
+  expect_same_completions(one, two, static_cast<size_t>(steps * per_step));
   auto l1 = read_jsonl(one + "/logging.jsonl"), l2 = read_jsonl(two + "/logging.jsonl");
   ASSERT_EQ(l1.size(), static_cast<size_t>(steps));
   ASSERT_EQ(l2.size(), l1.size());
@@ -93,8 +98,9 @@ void expect_same_training(const std::string& one, const std::string& two, int st
 // `train` with `flags` into dir/one on one process (per-device batch 6)
 // and into dir/two on two (batch 3 each): the same generation batches.
 // Returns the two-process run's output; a failed run fails the test.
-std::string train_one_and_two(const std::string& dir, const std::string& flags) {
-  const std::string base = "train --config " + dir + "/run.yaml " + flags + " --output_dir " + dir;
+std::string train_one_and_two(const std::string& dir, const std::string& flags, const std::string& config = "") {
+  const std::string base =
+      "train --config " + (config.empty() ? dir + "/run.yaml" : config) + " " + flags + " --output_dir " + dir;
   CommandResult one = run_host(base + "/one --per_device_train_batch_size 6");
   EXPECT_EQ(one.exit_code, 0) << one.output;
   CommandResult two = run_host(base + "/two --per_device_train_batch_size 3", "NPROC_PER_NODE=2");
@@ -182,10 +188,7 @@ TEST(TrainDistributed, DynamicSampleResamplesAsOneProcessDoes) {
   const std::string dir = tiny_run_dir("dist_dynamic");
   write_run(dir, "grpo", 2);
   train_one_and_two(dir, "--reward_funcs accuracy --reward_weights 1 --dynamic_sample true --max_resample_times 2");
-  auto c1 = read_jsonl(dir + "/one/completions.jsonl"), c2 = read_jsonl(dir + "/two/completions.jsonl");
-  ASSERT_EQ(c1.size(), 24u);
-  ASSERT_EQ(c2.size(), c1.size());
-  for (size_t i = 0; i < c1.size(); ++i) EXPECT_EQ(c1[i]["completion"], c2[i]["completion"]) << i;
+  expect_same_completions(dir + "/one", dir + "/two", 24);
   auto l1 = read_jsonl(dir + "/one/logging.jsonl"), l2 = read_jsonl(dir + "/two/logging.jsonl");
   ASSERT_EQ(l2.size(), 2u);
   for (size_t s = 0; s < 2; ++s) {
@@ -198,19 +201,12 @@ TEST(TrainDistributed, MultiTurnConversationsContinueAsInOneProcess) {
   // ms-swift's multi-turn example (math_tip_trick hints) at small scale: a
   // conversation's later turns keep their seeds whichever rank runs them.
   const std::string dir = tiny_run_dir("dist_multi_turn");
-  write_run(dir, "grpo", 2);
-  const std::string base = "train --config " GRPO_SOURCE_DIR "/configs/multi_turn.yaml --model " + dir +
-                           "/model --dataset " + dir + "/rows.jsonl --torch_dtype float32 --num_generations 4 "
-                           "--gradient_accumulation_steps 2 --max_completion_length 12 --max_steps 2 --logging_steps 1 "
-                           "--stop_words a e i o u 1 2 3 --report_to none --log_completions true --output_dir " + dir;
-  CommandResult one = run_host(base + "/one --per_device_train_batch_size 6");
-  ASSERT_EQ(one.exit_code, 0) << one.output;
-  CommandResult two = run_host(base + "/two --per_device_train_batch_size 3", "NPROC_PER_NODE=2");
-  ASSERT_EQ(two.exit_code, 0) << two.output;
-  auto c1 = read_jsonl(dir + "/one/completions.jsonl"), c2 = read_jsonl(dir + "/two/completions.jsonl");
-  ASSERT_EQ(c1.size(), 24u);
-  ASSERT_EQ(c2.size(), c1.size());
-  for (size_t i = 0; i < c1.size(); ++i) EXPECT_EQ(c1[i]["completion"], c2[i]["completion"]) << i;
+  train_one_and_two(dir,
+                    "--model " + dir + "/model --dataset " + dir + "/rows.jsonl --torch_dtype float32 "
+                    "--num_generations 4 --gradient_accumulation_steps 2 --max_completion_length 12 --max_steps 2 "
+                    "--logging_steps 1 --stop_words a e i o u 1 2 3 --report_to none --log_completions true",
+                    GRPO_SOURCE_DIR "/configs/multi_turn.yaml");
+  expect_same_completions(dir + "/one", dir + "/two", 24);
   auto l1 = read_jsonl(dir + "/one/logging.jsonl"), l2 = read_jsonl(dir + "/two/logging.jsonl");
   ASSERT_EQ(l2.size(), 2u);
   for (size_t s = 0; s < 2; ++s) {
