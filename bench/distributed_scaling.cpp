@@ -23,10 +23,13 @@
 
 #include "dist/launcher.h"
 #include "dist/world.h"
+#include "train_runs.h"
 
 namespace fs = std::filesystem;
 
 namespace {
+
+using grpo::bench::run;
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
@@ -60,24 +63,10 @@ void all_reduce_rank(int rank, int port) {
   world->barrier(grpo::dist::Channel::Train, "the end");
 }
 
-int run(const std::string& cmd) {
-  std::printf("$ %s\n", cmd.c_str());
-  std::fflush(stdout);
-  return std::system((cmd + " > /dev/null 2>&1").c_str());
-}
-
 // Per-step means over the steps after the first.
 std::map<std::string, double> step_means(const std::string& out) {
-  std::map<std::string, double> sums;
-  std::ifstream log(out + "/logging.jsonl");
-  int n = 0, line_no = 0;
-  for (std::string line; std::getline(log, line);) {
-    if (line_no++ == 0) continue;  // one-time costs
-    ++n;
-    const nlohmann::json j = nlohmann::json::parse(line);  // items() refers to it: keep it alive
-    for (const auto& [k, v] : j.items())
-      if (v.is_number()) sums[k] += v.get<double>();
-  }
+  int n = 0;
+  std::map<std::string, double> sums = grpo::bench::sums_after_first_step(out, n);
   for (auto& [k, v] : sums) v /= std::max(1, n);
   return sums;
 }

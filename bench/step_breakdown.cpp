@@ -17,15 +17,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "train_runs.h"
+
 namespace fs = std::filesystem;
 
 namespace {
 
-int run(const std::string& cmd) {
-  std::printf("$ %s\n", cmd.c_str());
-  std::fflush(stdout);
-  return std::system((cmd + " > /dev/null 2>&1").c_str());
-}
+using grpo::bench::run;
 
 // Runs one training command and sums each metric over the steps after the first.
 bool run_and_sum(const std::string& cmd, const std::string& out, std::map<std::string, double>& sums, int& n) {
@@ -33,16 +31,7 @@ bool run_and_sum(const std::string& cmd, const std::string& out, std::map<std::s
     std::fprintf(stderr, "grpo-host train failed; rerun the command above to see why\n");
     return false;
   }
-  std::ifstream log(out + "/logging.jsonl");
-  n = 0;
-  int line_no = 0;
-  for (std::string line; std::getline(log, line);) {
-    nlohmann::json j = nlohmann::json::parse(line);
-    if (line_no++ == 0) continue;  // the first step pays one-time costs (thread pools, first allocations)
-    ++n;
-    for (const auto& [k, v] : j.items())
-      if (v.is_number()) sums[k] += v.get<double>();
-  }
+  sums = grpo::bench::sums_after_first_step(out, n);
   if (n < 1) std::fprintf(stderr, "need at least 2 steps\n");
   return n >= 1;
 }

@@ -1,0 +1,39 @@
+// What the benchmarks that time `grpo-host train` share: running a command
+// line (echoed, its output discarded) and reading a run's logging.jsonl.
+#pragma once
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace grpo::bench {
+
+inline int run(const std::string& cmd) {
+  std::printf("$ %s\n", cmd.c_str());
+  std::fflush(stdout);
+  return std::system((cmd + " > /dev/null 2>&1").c_str());
+}
+
+// Each numeric metric of out/logging.jsonl summed over the steps after the
+// first (which pays one-time costs: thread pools, first allocations); `n`
+// gets how many steps that is.
+inline std::map<std::string, double> sums_after_first_step(const std::string& out, int& n) {
+  std::map<std::string, double> sums;
+  std::ifstream log(out + "/logging.jsonl");
+  n = 0;
+  int line_no = 0;
+  for (std::string line; std::getline(log, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line);  // items() refers to it: keep it alive
+    if (line_no++ == 0) continue;
+    ++n;
+    for (const auto& [k, v] : j.items())
+      if (v.is_number()) sums[k] += v.get<double>();
+  }
+  return sums;
+}
+
+}  // namespace grpo::bench
