@@ -15,6 +15,7 @@ PACKAGES=(
   libpcre2-dev                        # Unicode regex (tokenizer pre-split)
   libutf8proc-dev                     # Unicode NFC normalization (tokenizer)
   libcpp-httplib-dev                  # rollout protocol
+  libsnappy-dev libzstd-dev zlib1g-dev  # the codecs of Parquet datasets
   libdlpack-dev                       # reference dlpack.h, checked against the SDK's own copy
   libgtest-dev libgmock-dev libbenchmark-dev
 )

@@ -15,6 +15,7 @@
 #include <grpo/version.h>
 #include <spdlog/spdlog.h>
 
+#include "hub/hub_cache.h"
 #include "model/dtype.h"
 #include "rollout/comm_group.h"
 #include "rollout/rollout_server.h"
@@ -26,7 +27,10 @@ constexpr const char* kUsage = R"(usage: grpo-rollout --model DIR [options]
 Serves a model over HTTP with the rollout protocol of `trl vllm-serve` and `swift rollout`
 (/generate/, /chat/, /infer/, weight updates); see docs/rollout.md.
 
-  --model DIR              Hugging Face model directory (config.json, safetensors, tokenizer.json)
+  --model DIR|ORG/NAME     Hugging Face model directory (config.json, safetensors, tokenizer.json), or a
+                           model in the ModelScope / Hugging Face cache
+  --model_revision REV     branch, tag or commit of a model from the Hugging Face cache (default main)
+  --use_hf true|false      look ORG/NAME up in the Hugging Face cache first (default false: ModelScope's)
   --host ADDR              address to listen on (default 127.0.0.1; weights can be replaced by any client)
   --port N                 port (default 8000; 0 = any free port, printed at startup)
   --api_key KEY            require 'Authorization: Bearer KEY' on every endpoint
@@ -43,7 +47,8 @@ using Flags = std::map<std::string, std::string>;
 
 Flags parse_flags(int argc, char** argv) {
   static const char* kKnown[] = {"model", "host", "port", "api_key", "max_body_bytes", "max_prompt_tokens",
-                                 "torch_dtype", "num_threads", "comm_timeout_s", "batch_wait_ms"};
+                                 "torch_dtype", "num_threads", "comm_timeout_s", "batch_wait_ms", "model_revision",
+                                 "use_hf"};
   Flags flags;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -86,7 +91,10 @@ grpo::rollout::ServerOptions server_options(const Flags& flags) {
     auto it = flags.find(name);
     return it == flags.end() ? fallback : it->second;
   };
-  o.model_dir = get("model", "");
+  const std::string use_hf = get("use_hf", "false");
+  if (use_hf != "true" && use_hf != "false") throw std::invalid_argument("--use_hf must be true or false");
+  const grpo::hub::Options hub{grpo::hub::use_hf_from(use_hf == "true"), get("model_revision", "")};
+  o.model_dir = grpo::hub::resolve_model(get("model", ""), hub, "--model");
   if (o.model_dir.empty()) throw std::invalid_argument("--model DIR is required (a Hugging Face model directory)");
   o.host = get("host", o.host);
   o.port = static_cast<int>(int_flag(flags, "port", o.port, 0));

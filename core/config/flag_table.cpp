@@ -109,8 +109,10 @@ std::vector<FlagSpec> build_table() {
 
   // ---- Model and data ----
   group = FlagGroup::ModelData;
-  add(text("model", nullptr, "model directory in Hugging Face format (config.json, safetensors, tokenizer)")
-          .hint("PATH"));
+  add(text("model", nullptr, "Hugging Face model directory, or ORG/NAME from the ModelScope / Hugging Face cache")
+          .hint("PATH|ID"));
+  add(text("model_revision", nullptr, "branch, tag or commit of a model from the Hugging Face cache (unset: main)"));
+  add(boolean("use_hf", false, "look ORG/NAME up in the Hugging Face cache first, not ModelScope's (env USE_HF)"));
   add(text("model_type", nullptr, "model architecture; read from config.json when unset"));
   add(text("torch_dtype", nullptr, "bfloat16 | float16 | float32 (unset: bfloat16 on GPU, float32 on CPU)")
           .hint("DTYPE")
@@ -125,8 +127,8 @@ std::vector<FlagSpec> build_table() {
   add(real("lora_dropout", 0.05, "dropout on the LoRA input").at_least(0).below(1));
   add(texts("target_modules", json::array({"all-linear"}), "modules LoRA adapts: all-linear or a list of names"));
   add(boolean("merge_lora", false, "LoRA: also write each checkpoint's merged model (checkpoint-N/merged)"));
-  add(texts("dataset", json::array(), "training data files or directories; `path#N` takes N rows")
-          .hint("PATH..."));
+  add(texts("dataset", json::array(), "JSONL/JSON/Parquet/CSV files, directories or ORG/NAME[:SUBSET]; `#N` takes "
+            "N rows").hint("PATH..."));
   add(texts("val_dataset", json::array(), "validation data, same form as dataset").hint("PATH..."));
   add(real("split_dataset_ratio", 0.0, "fraction of dataset held out for validation when val_dataset is empty")
           .at_least(0).below(1));
@@ -181,7 +183,7 @@ std::vector<FlagSpec> build_table() {
   add(boolean("dynamic_sample", false, "DAPO: keep only groups whose rewards differ, resampling prompts"));
   add(integer("max_resample_times", 3, "most resampling rounds for dynamic_sample").at_least(0));
   add(boolean("overlong_filter", false, "DAPO: no loss on truncated completions"));
-  add(text("ref_model", nullptr, "reference model directory (unset: the initial policy)").hint("PATH"));
+  add(text("ref_model", nullptr, "reference model directory or ORG/NAME (unset: the initial policy)").hint("PATH"));
   add(boolean("sync_ref_model", false,
               "every ref_model_sync_steps, ref = alpha * policy + (1 - alpha) * ref (TR-DPO; full training)"));
   add(integer("ref_model_sync_steps", 512, "steps between reference-model syncs").at_least(1));
@@ -193,7 +195,7 @@ std::vector<FlagSpec> build_table() {
             "reward functions: accuracy, format, cosine, repetition, soft_overlong or a plugin's name"));
   add(reals("reward_weights", nullptr, "one weight per reward function, reward models last (unset: all 1.0)"));
   add(boolean("tolerate_reward_errors", false, "exit 0 even when a reward plugin failed on some batches"));
-  add(texts("reward_model", json::array(), "reward model directories (sequence classification)").hint("PATH..."));
+  add(texts("reward_model", json::array(), "reward model directories or ORG/NAMEs (sequence classification)").hint("PATH..."));
   add(real("cosine_min_len_value_wrong", -0.5, "cosine reward of a wrong answer at length 0"));
   add(real("cosine_max_len_value_wrong", 0.0, "cosine reward of a wrong answer at cosine_max_len"));
   add(real("cosine_min_len_value_correct", 1.0, "cosine reward of a right answer at length 0"));
@@ -308,9 +310,6 @@ std::vector<FlagSpec> build_table() {
   add(text("deepspeed", nullptr, "ZeRO by DeepSpeed's name: zero0, zero1 (optimizer state sharded), zero2 (and "
            "gradients), or a DeepSpeed JSON config").hint("CONFIG").finish(finish_deepspeed));
   add(integer("zero_stage", 0, "ZeRO stage: 0 none, 1 optimizer state, 2 and gradients").finish(finish_zero_stage));
-  add(boolean("use_hf", false, "refused").refused(
-      "grpo-host downloads nothing: --model and --dataset are local paths; fetch them first (e.g. "
-      "`huggingface-cli download Qwen/Qwen2.5-7B-Instruct --local-dir Qwen2.5-7B-Instruct`) and drop --use_hf"));
   add(text("attn_impl", nullptr, "refused").hint("NAME").refused("grpo-host picks its attention kernel itself for "
       "the device it runs on; drop --attn_impl"));
   add(boolean("padding_free", false, "refused").refused("padding_free is a transformers/flash-attn option; grpo-host "

@@ -1,56 +1,16 @@
 #include "data/dataset.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
 
+#include "data/file_rows.h"
+#include "hub/repo_files.h"
+
 namespace grpo::data {
-
-namespace {
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw DataError(fmt::format("cannot open dataset file '{}': check the path (datasets are JSONL or JSON files)", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-size_t line_of_byte(const std::string& text, size_t byte) {
-  byte = std::min(byte, text.size());
-  return 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(byte), '\n'));
-}
-
-std::vector<Row> parse_jsonl(const std::string& path, const std::string& text, std::optional<size_t> limit,
-                             BadRows* bad) {
-  BadRows strict;
-  if (!bad) bad = &strict;
-  std::vector<Row> rows;
-  size_t line_no = 0, start = 0;
-  while (start < text.size() && (!limit || rows.size() < *limit)) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    ++line_no;
-    std::string_view line(text.data() + start, end - start);
-    start = end + 1;
-    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    nlohmann::json row = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (row.is_discarded()) {
-      bad->handle(fmt::format("{}:{}: malformed JSON line; each line must be one JSON object", path, line_no));
-      continue;
-    }
-    if (!row.is_object()) {
-      bad->handle(fmt::format("{}:{}: expected a JSON object per line, got {}", path, line_no, row.type_name()));
-      continue;
-    }
-    rows.push_back(Row{std::move(row), fmt::format("{}:{}", path, line_no)});
-  }
-  return rows;
-}
-
-}  // namespace
 
 void BadRows::handle(const std::string& message) {
   if (!skip) throw DataError(message);
@@ -69,34 +29,77 @@ DatasetSpec DatasetSpec::parse(const std::string& spec) {
   return out;
 }
 
-std::vector<Row> load_jsonl(const std::string& path) {
-  return parse_jsonl(path, read_file(path), std::nullopt, nullptr);
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> split_on(const std::string& text, char sep) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (size_t at = text.find(sep); at != std::string::npos; at = text.find(sep, start)) {
+    parts.push_back(text.substr(start, at - start));
+    start = at + 1;
+  }
+  parts.push_back(text.substr(start));
+  return parts;
 }
 
-std::vector<Row> load_rows(const std::string& spec_text, BadRows* bad) {
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+std::vector<Row> read_file_rows(const std::string& path, std::optional<size_t> limit, BadRows& bad) {
+  if (ends_with(path, ".parquet")) return read_parquet_rows(path, limit);
+  if (ends_with(path, ".csv")) return read_csv_rows(path, limit, bad);
+  return read_json_rows(path, limit, bad);
+}
+
+}  // namespace
+
+DatasetSource resolve_dataset(const std::string& spec_text, const hub::Options& hub_options) {
+  const DatasetSpec spec = DatasetSpec::parse(spec_text);
+  DatasetSource source{spec_text, {}, spec.limit};
+  const std::string label = "--dataset " + spec_text;
+  if (fs::is_regular_file(spec.path)) {
+    source.files = {spec.path};
+  } else if (fs::is_directory(spec.path)) {
+    source.files = hub::split_files(spec.path, "", "train", label);
+  } else {
+    // ms-swift's ORG/NAME:subset1/subset2: each subset's train split, in order.
+    const size_t colon = spec.path.find(':');
+    const std::string id = spec.path.substr(0, colon);
+    std::vector<std::string> subsets{""};
+    if (colon != std::string::npos) subsets = split_on(spec.path.substr(colon + 1), '/');
+    if (id.find('/') == std::string::npos || !hub::looks_like_repo_id(id))
+      throw DataError(fmt::format("cannot open dataset file '{}': no such file or directory (a hub dataset is "
+                                  "ORG/NAME[:SUBSET][#N])", spec.path));
+    const std::string root = hub::find_repo(id, hub::RepoKind::Dataset, hub_options, "--dataset");
+    for (const std::string& subset : subsets)
+      for (std::string& f : hub::split_files(root, subset, "train", label)) source.files.push_back(std::move(f));
+  }
+  return source;
+}
+
+std::vector<Row> load_rows(const DatasetSource& source, BadRows* bad) {
   BadRows strict;
   if (!bad) bad = &strict;
-  DatasetSpec spec = DatasetSpec::parse(spec_text);
-  std::string text = read_file(spec.path);
-  size_t first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string::npos || text[first] != '[') return parse_jsonl(spec.path, text, spec.limit, bad);
-
-  nlohmann::json array;
-  try {
-    array = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw DataError(fmt::format("{}:{}: malformed JSON array: {}", spec.path, line_of_byte(text, e.byte), e.what()));
-  }
   std::vector<Row> rows;
-  for (size_t i = 0; i < array.size() && (!spec.limit || rows.size() < *spec.limit); ++i) {
-    if (!array[i].is_object()) {
-      bad->handle(fmt::format("{}: element {} of the array is {}, expected an object", spec.path, i,
-                              array[i].type_name()));
-      continue;
-    }
-    rows.push_back(Row{std::move(array[i]), fmt::format("{}[{}]", spec.path, i)});
+  for (const std::string& file : source.files) {
+    std::optional<size_t> left;
+    if (source.limit) left = *source.limit - rows.size();
+    if (left && *left == 0) break;
+    for (Row& row : read_file_rows(file, left, *bad)) rows.push_back(std::move(row));
   }
   return rows;
+}
+
+std::vector<Row> load_rows(const std::string& spec, BadRows* bad, const hub::Options& hub) {
+  return load_rows(resolve_dataset(spec, hub), bad);
+}
+
+std::vector<Row> load_jsonl(const std::string& path) {
+  BadRows strict;
+  return read_jsonl_text(path, read_whole_file(path), std::nullopt, strict);
 }
 
 nlohmann::json prompt_messages(const Row& row, const std::string& system) {

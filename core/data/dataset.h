@@ -1,4 +1,5 @@
-// Datasets: JSONL or a JSON array of row objects, as ms-swift reads them.
+// Datasets as ms-swift reads them: JSONL, a JSON array of row objects, Parquet or
+// CSV files; a directory or a hub repository (ORG/NAME) is its `train` split.
 #pragma once
 
 #include <optional>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include "hub/hub_cache.h"
 #include "util/user_error.h"
 
 namespace grpo::data {
@@ -21,12 +23,25 @@ struct Row {
   std::string source;      // "file:line" for error messages
 };
 
-// "path" or "path#N" (the first N rows).
+// "path" or "path#N" (the first N rows); the path may be ms-swift's
+// "ORG/NAME:subset1/subset2" for a hub dataset.
 struct DatasetSpec {
   std::string path;
   std::optional<size_t> limit;
   static DatasetSpec parse(const std::string& spec);
 };
+
+// The files a dataset spec reads, in order, and the most rows to take from them together.
+struct DatasetSource {
+  std::string spec;  // as the user wrote it
+  std::vector<std::string> files;
+  std::optional<size_t> limit;
+};
+
+// A file as it is; a directory's `train` split (hub/repo_files.h); else a hub
+// repository id found in the caches (hub/hub_cache.h), each of its subsets'
+// `train` split. Throws UserError naming the spec and every place looked.
+DatasetSource resolve_dataset(const std::string& spec, const hub::Options& hub);
 
 // What to do with a row that cannot be used (malformed JSON, not an object, no
 // prompt column): stop with an error naming file:line (the default), or skip
@@ -42,7 +57,8 @@ struct BadRows {
 // Reads `spec`. Throws DataError naming file:line for unreadable files,
 // malformed JSON and rows that are not objects (unless `bad` skips rows; a
 // JSON array that does not parse as a whole is always an error).
-std::vector<Row> load_rows(const std::string& spec, BadRows* bad = nullptr);
+std::vector<Row> load_rows(const DatasetSource& source, BadRows* bad = nullptr);
+std::vector<Row> load_rows(const std::string& spec, BadRows* bad = nullptr, const hub::Options& hub = {});
 
 // Reads a JSONL file of objects (e.g. completions). Same errors as load_rows.
 std::vector<Row> load_jsonl(const std::string& path);

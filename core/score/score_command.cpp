@@ -69,8 +69,9 @@ int run_score_command(const std::vector<std::string>& args) {
     throw config::ConfigError("score needs --completions c.jsonl (one JSON object per line with a 'completion' text)");
 
   std::vector<data::Row> rows;
+  const hub::Options hub{hub::use_hf_from(cfg.get_bool("use_hf")), ""};
   for (const std::string& d : datasets)
-    for (auto& r : data::load_rows(d)) rows.push_back(std::move(r));
+    for (auto& r : data::load_rows(d, nullptr, hub)) rows.push_back(std::move(r));
   std::vector<data::Row> lines = data::load_jsonl(completions_arg->second[0]);
   std::vector<plugins::RewardInput> inputs =
       pair_completions(rows, lines, data::load_system_prompt(cfg.get_string("system")));

@@ -6,18 +6,12 @@
 
 namespace grpo::trainer {
 
-std::vector<data::Row> load_dataset_rows(const std::vector<std::string>& datasets, data::BadRows* bad) {
+std::vector<data::Row> load_dataset_rows(const std::vector<data::DatasetSource>& datasets, data::BadRows* bad) {
   std::vector<data::Row> rows;
-  for (const std::string& spec : datasets)
-    for (data::Row& row : data::load_rows(spec, bad)) rows.push_back(std::move(row));
+  for (const data::DatasetSource& source : datasets)
+    for (data::Row& row : data::load_rows(source, bad)) rows.push_back(std::move(row));
   return rows;
 }
-
-PromptSource::PromptSource(const std::vector<std::string>& datasets, const tok::Tokenizer& tokenizer,
-                           tok::ChatFamily family, const std::string& system, bool shuffle, uint64_t seed,
-                           int64_t max_prompt_tokens, Truncation truncation)
-    : PromptSource(load_dataset_rows(datasets), PromptFormat{&tokenizer, family, system, max_prompt_tokens, truncation},
-                   shuffle, seed) {}
 
 PromptSource::PromptSource(std::vector<data::Row> rows, const PromptFormat& format, bool shuffle, uint64_t seed,
                            data::BadRows* bad, const std::string& what)

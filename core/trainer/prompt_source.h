@@ -28,7 +28,7 @@ struct PromptFormat {
 };
 
 // The rows of every dataset spec, in order (`bad`: see data::load_rows).
-std::vector<data::Row> load_dataset_rows(const std::vector<std::string>& datasets, data::BadRows* bad = nullptr);
+std::vector<data::Row> load_dataset_rows(const std::vector<data::DatasetSource>& datasets, data::BadRows* bad = nullptr);
 
 class PromptSource {
  public:
@@ -37,9 +37,6 @@ class PromptSource {
   // the error for an empty source ("training", "validation").
   PromptSource(std::vector<data::Row> rows, const PromptFormat& format, bool shuffle, uint64_t seed,
                data::BadRows* bad = nullptr, const std::string& what = "training");
-  PromptSource(const std::vector<std::string>& datasets, const tok::Tokenizer& tokenizer, tok::ChatFamily family,
-               const std::string& system, bool shuffle, uint64_t seed, int64_t max_prompt_tokens = 0,
-               Truncation truncation = Truncation::Left);
   size_t dropped() const { return dropped_; }
 
   // Where the source stands (order, position, random state), for resuming

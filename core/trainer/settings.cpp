@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "data/dataset.h"
+#include "hub/hub_cache.h"
 #include "model/dtype.h"
 #include "tokenizer/chat_prompt.h"
 
@@ -23,6 +24,19 @@ void refuse(const std::vector<std::string>& problems) {
   throw config::ConfigError(msg);
 }
 
+hub::Options read_hub_options(config::SettingsReader& r) {
+  hub::Options o;
+  o.use_hf = hub::use_hf_from(r.flag("use_hf"));
+  return o;
+}
+
+std::vector<data::DatasetSource> read_datasets(config::SettingsReader& r, std::string_view flag) {
+  const hub::Options hub = read_hub_options(r);
+  std::vector<data::DatasetSource> out;
+  for (const std::string& spec : r.texts(flag)) out.push_back(data::resolve_dataset(spec, hub));
+  return out;
+}
+
 }  // namespace
 
 PromptFormat PromptSettings::format(const tok::Tokenizer& tokenizer, int64_t max_completion_length) const {
@@ -32,8 +46,10 @@ PromptFormat PromptSettings::format(const tok::Tokenizer& tokenizer, int64_t max
 
 ModelSettings read_model_settings(config::SettingsReader& r) {
   ModelSettings m;
-  m.dir = r.text("model");
-  m.ref_dir = r.text("ref_model");
+  hub::Options hub = read_hub_options(r);
+  m.ref_dir = hub::resolve_model(r.text("ref_model"), hub, "--ref_model");
+  hub.revision = r.text("model_revision");
+  m.dir = hub::resolve_model(r.text("model"), hub, "--model");
   try {
     m.dtype = model::weight_dtype_from_name(r.text("torch_dtype"), "--torch_dtype");
   } catch (const std::invalid_argument& e) {
@@ -114,7 +130,8 @@ RewardSettings read_reward_settings(config::SettingsReader& r) {
   s.plugins = r.texts("plugins");
   s.funcs = r.texts("reward_funcs");
   s.weights = r.reals("reward_weights");
-  s.models = r.texts("reward_model");
+  for (const std::string& m : r.texts("reward_model"))
+    s.models.push_back(hub::resolve_model(m, read_hub_options(r), "--reward_model"));
   s.plugin_args = r.json("plugin_args");
   s.tolerate_errors = r.flag("tolerate_reward_errors");
   s.isolation.process = r.choice<bool>("plugin_isolation", {{"none", false}, {"process", true}});
@@ -139,8 +156,8 @@ GrpoSettings GrpoSettings::from(const config::Config& cfg) {
   s.seed = static_cast<uint64_t>(r.integer("seed"));
   s.num_threads = static_cast<int>(r.integer("num_threads"));
 
-  s.data.datasets = r.texts("dataset");
-  s.data.val_datasets = r.texts("val_dataset");
+  s.data.datasets = read_datasets(r, "dataset");
+  s.data.val_datasets = read_datasets(r, "val_dataset");
   s.data.split_ratio = r.real("split_dataset_ratio");
   s.data.shuffle = r.flag("dataset_shuffle");
   s.data.skip_bad_rows = r.flag("skip_bad_rows");
@@ -234,7 +251,7 @@ SftSettings SftSettings::from(const config::Config& cfg) {
   s.model = read_model_settings(r);
   if (s.model.dir.empty()) throw config::ConfigError("sft needs --model DIR");
   s.prompts = read_prompt_settings(r);
-  s.datasets = r.texts("dataset");
+  s.datasets = read_datasets(r, "dataset");
   if (s.datasets.empty()) throw config::ConfigError("sft needs --dataset rows.jsonl");
   if (!s.model.resume_from.empty())
     throw config::ConfigError("sft does not resume a run: start a new one from the checkpoint with --model DIR "
@@ -257,11 +274,13 @@ SftSettings SftSettings::from(const config::Config& cfg) {
 EvaluateSettings EvaluateSettings::from(const config::Config& cfg, bool needs_data) {
   config::SettingsReader r(cfg);
   EvaluateSettings s;
-  s.model_dir = r.text("model");
+  hub::Options hub = read_hub_options(r);
+  hub.revision = r.text("model_revision");
+  s.model_dir = hub::resolve_model(r.text("model"), hub, "--model");
   if (s.model_dir.empty())
     throw config::ConfigError(std::string(needs_data ? "evaluate" : "generate") +
                               " needs --model DIR (a Hugging Face model directory)");
-  s.datasets = r.texts("dataset");
+  s.datasets = read_datasets(r, "dataset");
   if (needs_data && s.datasets.empty()) throw config::ConfigError("evaluate needs --dataset rows.jsonl");
   s.prompts = read_prompt_settings(r);
   s.sampling = read_sample_options(r);

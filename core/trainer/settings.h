@@ -15,6 +15,7 @@
 
 #include "config/config.h"
 #include "config/settings_reader.h"
+#include "data/dataset.h"
 #include "model/lora.h"
 #include "plugins/reward_worker.h"
 #include "plugins/sampler_client.h"
@@ -30,7 +31,7 @@ namespace grpo::trainer {
 constexpr int64_t kLogprobChunk = 256;
 
 struct ModelSettings {
-  std::string dir;      // --model
+  std::string dir;      // --model: a directory (a hub ORG/NAME is resolved to its snapshot)
   std::string ref_dir;  // --ref_model; "" = the initial policy
   at::ScalarType dtype = at::kFloat;
   bool lora = true;     // --train_type lora (else full)
@@ -51,7 +52,7 @@ struct PromptSettings {
 };
 
 struct DataSettings {
-  std::vector<std::string> datasets, val_datasets;
+  std::vector<data::DatasetSource> datasets, val_datasets;  // resolved: files, hub snapshots
   double split_ratio = 0;
   bool shuffle = true;
   bool skip_bad_rows = false;
@@ -179,7 +180,7 @@ struct GrpoSettings {
 struct SftSettings {
   ModelSettings model;
   PromptSettings prompts;
-  std::vector<std::string> datasets;
+  std::vector<data::DatasetSource> datasets;
   bool shuffle = true;
   int64_t micro_batch = 1, grad_accum = 1;
   std::optional<int64_t> max_steps;
@@ -197,7 +198,7 @@ struct SftSettings {
 // grpo-host evaluate and generate: a model, prompts and sampling.
 struct EvaluateSettings {
   std::string model_dir;
-  std::vector<std::string> datasets;
+  std::vector<data::DatasetSource> datasets;
   PromptSettings prompts;
   plugins::SampleOptions sampling;
   RewardSettings rewards;

@@ -62,8 +62,8 @@ void run_sft(const SftSettings& s) {
   tok::Tokenizer tokenizer = tok::Tokenizer::from_dir(model_dir);
   const tok::ChatFamily family = tok::chat_family_for(tokenizer, s.prompts.template_name);
   std::vector<RolloutSequence> examples;
-  for (const std::string& spec : s.datasets)
-    for (const data::Row& row : data::load_rows(spec))
+  for (const data::DatasetSource& source : s.datasets)
+    for (const data::Row& row : data::load_rows(source))
       examples.push_back(example_of(row, tokenizer, family, s.prompts.system));
   if (examples.empty()) throw data::DataError("the sft dataset has no rows");
 

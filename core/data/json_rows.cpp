@@ -1,0 +1,75 @@
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "data/file_rows.h"
+
+namespace grpo::data {
+namespace {
+
+size_t line_of_byte(const std::string& text, size_t byte) {
+  byte = std::min(byte, text.size());
+  return 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(byte), '\n'));
+}
+
+}  // namespace
+
+std::string read_whole_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw DataError(fmt::format("cannot open dataset file '{}': check the path", path));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<Row> read_jsonl_text(const std::string& path, const std::string& text, std::optional<size_t> limit,
+                                 BadRows& bad) {
+  std::vector<Row> rows;
+  size_t line_no = 0, start = 0;
+  while (start < text.size() && (!limit || rows.size() < *limit)) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    ++line_no;
+    std::string_view line(text.data() + start, end - start);
+    start = end + 1;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    nlohmann::json row = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (row.is_discarded()) {
+      bad.handle(fmt::format("{}:{}: malformed JSON line; each line must be one JSON object", path, line_no));
+      continue;
+    }
+    if (!row.is_object()) {
+      bad.handle(fmt::format("{}:{}: expected a JSON object per line, got {}", path, line_no, row.type_name()));
+      continue;
+    }
+    rows.push_back(Row{std::move(row), fmt::format("{}:{}", path, line_no)});
+  }
+  return rows;
+}
+
+// JSONL, or one JSON array of objects (as datasets' json builder reads both).
+std::vector<Row> read_json_rows(const std::string& path, std::optional<size_t> limit, BadRows& bad) {
+  std::string text = read_whole_file(path);
+  size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos || text[first] != '[') return read_jsonl_text(path, text, limit, bad);
+
+  nlohmann::json array;
+  try {
+    array = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw DataError(fmt::format("{}:{}: malformed JSON array: {}", path, line_of_byte(text, e.byte), e.what()));
+  }
+  std::vector<Row> rows;
+  for (size_t i = 0; i < array.size() && (!limit || rows.size() < *limit); ++i) {
+    if (!array[i].is_object()) {
+      bad.handle(fmt::format("{}: element {} of the array is {}, expected an object", path, i, array[i].type_name()));
+      continue;
+    }
+    rows.push_back(Row{std::move(array[i]), fmt::format("{}[{}]", path, i)});
+  }
+  return rows;
+}
+
+}  // namespace grpo::data

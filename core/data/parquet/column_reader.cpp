@@ -1,0 +1,393 @@
+#include "data/parquet/column_reader.h"
+
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+#include <snappy-c.h>
+#include <zlib.h>
+#include <zstd.h>
+
+namespace grpo::data::parquet {
+namespace {
+
+// A cursor over a page's bytes that never reads past them.
+class Bytes {
+ public:
+  Bytes(const uint8_t* p, size_t n) : p_(p), end_(p + n) {}
+  size_t left() const { return static_cast<size_t>(end_ - p_); }
+  const uint8_t* take(size_t n) {
+    if (n > left()) throw ParquetError("a page's values run past its end");
+    const uint8_t* at = p_;
+    p_ += n;
+    return at;
+  }
+  uint64_t le(size_t n) {
+    const uint8_t* b = take(n);
+    uint64_t v = 0;
+    for (size_t k = 0; k < n; ++k) v |= static_cast<uint64_t>(b[k]) << (8 * k);
+    return v;
+  }
+  uint64_t varint() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      const uint8_t b = *take(1);
+      v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if (!(b & 0x80)) return v;
+    }
+    throw ParquetError("malformed varint");
+  }
+  int64_t zigzag() {
+    const uint64_t u = varint();
+    return static_cast<int64_t>(u >> 1) ^ -static_cast<int64_t>(u & 1);
+  }
+
+ private:
+  const uint8_t* p_;
+  const uint8_t* end_;
+};
+
+// `count` values of `width` bits packed least significant bit first.
+void unpack_bits(const uint8_t* p, int width, size_t count, std::vector<uint64_t>& out) {
+  for (size_t k = 0; k < count; ++k) {
+    uint64_t v = 0;
+    const size_t bit = k * static_cast<size_t>(width);
+    for (int b = 0; b < width; ++b) {
+      const size_t at = bit + static_cast<size_t>(b);
+      v |= static_cast<uint64_t>((p[at / 8] >> (at % 8)) & 1) << b;
+    }
+    out.push_back(v);
+  }
+}
+
+// The RLE / bit-packing hybrid of levels and dictionary indices.
+std::vector<uint64_t> decode_hybrid(Bytes bytes, int width, size_t count) {
+  if (width < 0 || width > 32) throw ParquetError(fmt::format("bit width {} out of range", width));
+  std::vector<uint64_t> out;
+  out.reserve(count);
+  while (out.size() < count) {
+    const uint64_t header = bytes.varint();
+    if (header & 1) {  // bit-packed: (header >> 1) groups of 8
+      const size_t groups = static_cast<size_t>(header >> 1);
+      if (groups > bytes.left()) throw ParquetError("a bit-packed run is longer than the page");
+      const size_t n = groups * 8;
+      const uint8_t* p = bytes.take(groups * static_cast<size_t>(width));
+      unpack_bits(p, width, std::min(n, count - out.size()), out);
+    } else {  // a run of one value
+      const size_t n = static_cast<size_t>(header >> 1);
+      const uint64_t v = bytes.le(static_cast<size_t>((width + 7) / 8));
+      if (n == 0) throw ParquetError("an empty RLE run");
+      out.insert(out.end(), std::min(n, count - out.size()), v);
+    }
+  }
+  return out;
+}
+
+int bit_width(int max_level) {
+  int w = 0;
+  while ((1 << w) <= max_level) ++w;
+  return w;
+}
+
+std::string decompress(Codec codec, const uint8_t* data, size_t size, size_t expected) {
+  std::string out(expected, '\0');
+  switch (codec) {
+    case Codec::Uncompressed:
+      if (size != expected) throw ParquetError("an uncompressed page's sizes disagree");
+      std::memcpy(out.data(), data, size);
+      return out;
+    case Codec::Snappy: {
+      size_t n = 0;
+      if (snappy_uncompressed_length(reinterpret_cast<const char*>(data), size, &n) != SNAPPY_OK || n != expected)
+        throw ParquetError("a snappy page does not decompress to its stated size");
+      if (snappy_uncompress(reinterpret_cast<const char*>(data), size, out.data(), &n) != SNAPPY_OK)
+        throw ParquetError("a snappy page is corrupt");
+      return out;
+    }
+    case Codec::Gzip: {
+      z_stream z{};
+      if (inflateInit2(&z, 15 + 32) != Z_OK) throw ParquetError("zlib could not start");
+      z.next_in = const_cast<Bytef*>(data);
+      z.avail_in = static_cast<uInt>(size);
+      z.next_out = reinterpret_cast<Bytef*>(out.data());
+      z.avail_out = static_cast<uInt>(expected);
+      const int rc = inflate(&z, Z_FINISH);
+      const size_t produced = z.total_out;
+      inflateEnd(&z);
+      if (rc != Z_STREAM_END || produced != expected) throw ParquetError("a gzip page is corrupt");
+      return out;
+    }
+    case Codec::Zstd: {
+      const size_t n = ZSTD_decompress(out.data(), expected, data, size);
+      if (ZSTD_isError(n) || n != expected)
+        throw ParquetError(std::string("a zstd page is corrupt: ") + (ZSTD_isError(n) ? ZSTD_getErrorName(n) : "size"));
+      return out;
+    }
+    default:
+      throw ParquetError(fmt::format("compression {} is not supported (SNAPPY, GZIP, ZSTD and none are); rewrite the "
+                                     "file with one of those, e.g. pyarrow.parquet.write_table(t, f, "
+                                     "compression='zstd')", codec_name(codec)));
+  }
+}
+
+double half_to_float(uint16_t h) {
+  const int exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  const double sign = (h & 0x8000) ? -1.0 : 1.0;
+  if (exp == 0) return sign * std::ldexp(mant, -24);
+  if (exp == 31) return mant ? NAN : sign * INFINITY;
+  return sign * std::ldexp(mant + 1024, exp - 25);
+}
+
+// Decodes values of the leaf's type into JSON as `datasets` would show them.
+class ValueDecoder {
+ public:
+  explicit ValueDecoder(const SchemaNode& node) : node_(node) {}
+
+  nlohmann::json integer(int64_t v) const {
+    if (node_.meaning == Meaning::Decimal) return static_cast<double>(v) / std::pow(10.0, node_.scale);
+    return v;
+  }
+  nlohmann::json bytes(const uint8_t* p, size_t n) const {
+    if (node_.meaning == Meaning::Float16 && n == 2) return half_to_float(static_cast<uint16_t>(p[0] | (p[1] << 8)));
+    return std::string(reinterpret_cast<const char*>(p), n);
+  }
+
+  void plain(Bytes& in, size_t count, std::vector<nlohmann::json>& out) const {
+    switch (*node_.physical) {
+      case Physical::Boolean: {
+        const uint8_t* p = in.take((count + 7) / 8);
+        for (size_t k = 0; k < count; ++k) out.emplace_back(((p[k / 8] >> (k % 8)) & 1) != 0);
+        return;
+      }
+      case Physical::Int32:
+        for (size_t k = 0; k < count; ++k) out.push_back(integer(static_cast<int32_t>(in.le(4))));
+        return;
+      case Physical::Int64:
+        for (size_t k = 0; k < count; ++k) out.push_back(integer(static_cast<int64_t>(in.le(8))));
+        return;
+      case Physical::Float:
+        for (size_t k = 0; k < count; ++k) out.emplace_back(real32(static_cast<uint32_t>(in.le(4))));
+        return;
+      case Physical::Double:
+        for (size_t k = 0; k < count; ++k) out.emplace_back(real64(in.le(8)));
+        return;
+      case Physical::ByteArray:
+        for (size_t k = 0; k < count; ++k) {
+          const size_t n = static_cast<size_t>(in.le(4));
+          out.push_back(bytes(in.take(n), n));
+        }
+        return;
+      case Physical::FixedLen: {
+        const auto n = static_cast<size_t>(node_.type_length);
+        for (size_t k = 0; k < count; ++k) out.push_back(bytes(in.take(n), n));
+        return;
+      }
+      case Physical::Int96:
+        throw ParquetError("INT96 timestamps are not supported; rewrite the column as a timestamp (INT64)");
+    }
+  }
+
+  // DELTA_BINARY_PACKED: blocks of miniblocks of bit-packed deltas from a first value.
+  void delta_integers(Bytes& in, size_t count, std::vector<int64_t>& out) const {
+    const uint64_t block = in.varint(), miniblocks = in.varint(), total = in.varint();
+    int64_t value = in.zigzag();
+    if (block == 0 || miniblocks == 0 || block % miniblocks || (block / miniblocks) % 8)
+      throw ParquetError("a DELTA_BINARY_PACKED header is malformed");
+    const size_t per_mini = static_cast<size_t>(block / miniblocks);
+    const size_t wanted = static_cast<size_t>(std::min<uint64_t>(total, count));
+    if (wanted > 0) out.push_back(value);
+    std::vector<uint64_t> deltas;
+    while (out.size() < wanted) {
+      const int64_t min_delta = in.zigzag();
+      const uint8_t* widths = in.take(static_cast<size_t>(miniblocks));
+      for (uint64_t m = 0; m < miniblocks && out.size() < wanted; ++m) {
+        if (widths[m] > 64) throw ParquetError("a DELTA_BINARY_PACKED bit width exceeds 64");
+        deltas.clear();
+        unpack_bits(in.take(per_mini * widths[m] / 8), widths[m], per_mini, deltas);
+        for (uint64_t d : deltas) {
+          if (out.size() == wanted) break;
+          value = static_cast<int64_t>(static_cast<uint64_t>(value) + static_cast<uint64_t>(min_delta) + d);
+          out.push_back(value);
+        }
+      }
+    }
+  }
+
+  void decode(Encoding encoding, Bytes& in, size_t count, std::vector<nlohmann::json>& out) const {
+    switch (encoding) {
+      case Encoding::Plain:
+        return plain(in, count, out);
+      case Encoding::DeltaBinaryPacked: {
+        std::vector<int64_t> v;
+        delta_integers(in, count, v);
+        for (int64_t x : v) out.push_back(integer(x));
+        return;
+      }
+      case Encoding::DeltaLengthByteArray: {
+        std::vector<int64_t> lengths;
+        delta_integers(in, count, lengths);
+        for (int64_t n : lengths) out.push_back(bytes(in.take(static_cast<size_t>(n)), static_cast<size_t>(n)));
+        return;
+      }
+      case Encoding::DeltaByteArray: {  // each value: a prefix of the previous one, then a suffix
+        std::vector<int64_t> prefixes, suffixes;
+        delta_integers(in, count, prefixes);
+        delta_integers(in, count, suffixes);
+        std::string last;
+        for (size_t k = 0; k < prefixes.size() && k < suffixes.size(); ++k) {
+          if (prefixes[k] < 0 || static_cast<size_t>(prefixes[k]) > last.size())
+            throw ParquetError("a DELTA_BYTE_ARRAY prefix is longer than the previous value");
+          const auto n = static_cast<size_t>(suffixes[k]);
+          last = last.substr(0, static_cast<size_t>(prefixes[k])) + std::string(reinterpret_cast<const char*>(in.take(n)), n);
+          out.push_back(bytes(reinterpret_cast<const uint8_t*>(last.data()), last.size()));
+        }
+        return;
+      }
+      case Encoding::ByteStreamSplit: {
+        const size_t width = *node_.physical == Physical::Float || *node_.physical == Physical::Int32 ? 4 : 8;
+        const uint8_t* p = in.take(count * width);
+        for (size_t k = 0; k < count; ++k) {
+          uint64_t bits = 0;
+          for (size_t b = 0; b < width; ++b) bits |= static_cast<uint64_t>(p[b * count + k]) << (8 * b);
+          if (*node_.physical == Physical::Float) out.emplace_back(real32(static_cast<uint32_t>(bits)));
+          else if (*node_.physical == Physical::Double) out.emplace_back(real64(bits));
+          else out.push_back(integer(width == 4 ? static_cast<int32_t>(bits) : static_cast<int64_t>(bits)));
+        }
+        return;
+      }
+      default:
+        throw ParquetError(fmt::format("encoding {} is not supported for values", encoding_name(encoding)));
+    }
+  }
+
+ private:
+  static double real32(uint32_t bits) {
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  }
+  static double real64(uint64_t bits) {
+    double d;
+    std::memcpy(&d, &bits, 8);
+    return d;
+  }
+  const SchemaNode& node_;
+};
+
+std::vector<uint16_t> levels(Bytes bytes, int max_level, size_t count) {
+  std::vector<uint16_t> out;
+  out.reserve(count);
+  for (uint64_t v : decode_hybrid(bytes, bit_width(max_level), count)) {
+    if (v > static_cast<uint64_t>(max_level)) throw ParquetError("a level exceeds the schema's maximum");
+    out.push_back(static_cast<uint16_t>(v));
+  }
+  return out;
+}
+
+// v1 pages prefix each level run with its 4-byte length.
+Bytes take_v1_levels(Bytes& page, Encoding encoding) {
+  if (encoding != Encoding::Rle)
+    throw ParquetError(fmt::format("levels encoded {} are not supported (RLE is)", encoding_name(encoding)));
+  const auto n = static_cast<size_t>(page.le(4));
+  return Bytes(page.take(n), n);
+}
+
+}  // namespace
+
+std::string read_range(std::istream& in, int64_t offset, int64_t size) {
+  if (offset < 0 || size < 0) throw ParquetError("a negative offset or size in the metadata");
+  std::string out(static_cast<size_t>(size), '\0');
+  in.clear();
+  in.seekg(offset);
+  in.read(out.data(), size);
+  if (in.gcount() != size) throw ParquetError(fmt::format("the file ends before byte {}", offset + size));
+  return out;
+}
+
+ColumnData read_column(std::istream& in, const ColumnChunk& chunk, const Leaf& leaf, std::optional<size_t> records) {
+  if (chunk.physical != *leaf.node->physical) throw ParquetError("the column chunk's type disagrees with the schema");
+  const ValueDecoder decoder(*leaf.node);
+  ColumnData out;
+  std::vector<nlohmann::json> dictionary;
+  bool has_dictionary = false;
+  size_t begun = 0;  // records begun so far
+  int64_t pos = chunk.start;
+  const int64_t end = chunk.start + chunk.total_compressed_size;
+  while (pos < end && (!records || begun <= *records)) {
+    // The header's length is known only once decoded: read a window, widen it if the header is longer.
+    ThriftValue raw;
+    size_t used = 0;
+    for (int64_t window = std::min<int64_t>(end - pos, 1024);; window = std::min<int64_t>(end - pos, window * 8)) {
+      const std::string head = read_range(in, pos, window);
+      try {
+        raw = read_struct(reinterpret_cast<const uint8_t*>(head.data()), head.size(), used);
+        break;
+      } catch (const ThriftError& e) {
+        if (window == end - pos) throw ParquetError(std::string("a page header is corrupt: ") + e.what());
+      }
+    }
+    PageHeader h;
+    try {
+      h = parse_page_header(raw);
+    } catch (const ThriftError& e) {
+      throw ParquetError(std::string("a page header is corrupt: ") + e.what());
+    }
+    pos += static_cast<int64_t>(used);
+    if (h.compressed_size > end - pos) throw ParquetError("a page runs past its column chunk");
+    const std::string body = read_range(in, pos, h.compressed_size);
+    pos += h.compressed_size;
+    const auto* b = reinterpret_cast<const uint8_t*>(body.data());
+
+    if (h.type == PageType::Dictionary) {
+      const std::string page = decompress(chunk.codec, b, body.size(), static_cast<size_t>(h.uncompressed_size));
+      Bytes values(reinterpret_cast<const uint8_t*>(page.data()), page.size());
+      dictionary.clear();
+      decoder.plain(values, static_cast<size_t>(h.num_values), dictionary);
+      has_dictionary = true;
+      continue;
+    }
+    if (h.type != PageType::Data && h.type != PageType::DataV2) continue;  // index pages
+
+    const auto n = static_cast<size_t>(h.num_values);
+    std::string page;  // what the values are read from
+    std::vector<uint16_t> rep, def;
+    Bytes values(nullptr, 0);
+    if (h.type == PageType::Data) {
+      page = decompress(chunk.codec, b, body.size(), static_cast<size_t>(h.uncompressed_size));
+      Bytes all(reinterpret_cast<const uint8_t*>(page.data()), page.size());
+      if (leaf.max_rep > 0) rep = levels(take_v1_levels(all, h.level_encoding), leaf.max_rep, n);
+      if (leaf.max_def > 0) def = levels(take_v1_levels(all, h.level_encoding), leaf.max_def, n);
+      values = all;
+    } else {
+      const auto level_bytes = static_cast<size_t>(h.rep_bytes + h.def_bytes);
+      if (leaf.max_rep > 0) rep = levels(Bytes(b, static_cast<size_t>(h.rep_bytes)), leaf.max_rep, n);
+      if (leaf.max_def > 0) def = levels(Bytes(b + h.rep_bytes, static_cast<size_t>(h.def_bytes)), leaf.max_def, n);
+      const size_t expected = static_cast<size_t>(h.uncompressed_size) - level_bytes;
+      page = h.values_compressed ? decompress(chunk.codec, b + level_bytes, body.size() - level_bytes, expected)
+                                 : body.substr(level_bytes);
+      values = Bytes(reinterpret_cast<const uint8_t*>(page.data()), page.size());
+    }
+    if (rep.empty()) rep.assign(n, 0);
+    if (def.empty()) def.assign(n, 0);
+    size_t present = 0;
+    for (uint16_t d : def) present += d == leaf.max_def;
+    if (h.encoding == Encoding::PlainDictionary || h.encoding == Encoding::RleDictionary) {
+      if (!has_dictionary) throw ParquetError("a dictionary-encoded page comes without a dictionary page");
+      const uint8_t width = present ? *values.take(1) : 0;
+      for (uint64_t index : decode_hybrid(values, width, present)) {
+        if (index >= dictionary.size()) throw ParquetError("a dictionary index is out of range");
+        out.values.push_back(dictionary[index]);
+      }
+    } else {
+      const size_t before = out.values.size();
+      decoder.decode(h.encoding, values, present, out.values);
+      if (out.values.size() - before != present) throw ParquetError("a page holds fewer values than its levels say");
+    }
+    for (uint16_t r : rep) begun += r == 0;
+    out.rep.insert(out.rep.end(), rep.begin(), rep.end());
+    out.def.insert(out.def.end(), def.begin(), def.end());
+  }
+  return out;
+}
+
+}  // namespace grpo::data::parquet
