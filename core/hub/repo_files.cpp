@@ -33,7 +33,8 @@ std::vector<std::string> all_files(const fs::path& root) {
       if (it->is_directory()) it.disable_recursion_pending();
       continue;
     }
-    if (it->is_regular_file()) out.push_back(fs::relative(it->path(), root).generic_string());
+    // Lexically: the files of a hub snapshot are symlinks into blobs/, which fs::relative would follow.
+    if (it->is_regular_file()) out.push_back(it->path().lexically_relative(root).generic_string());
   }
   std::sort(out.begin(), out.end());
   return out;

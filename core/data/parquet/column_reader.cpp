@@ -64,7 +64,6 @@ void unpack_bits(const uint8_t* p, int width, size_t count, std::vector<uint64_t
 std::vector<uint64_t> decode_hybrid(Bytes bytes, int width, size_t count) {
   if (width < 0 || width > 32) throw ParquetError(fmt::format("bit width {} out of range", width));
   std::vector<uint64_t> out;
-  out.reserve(count);
   while (out.size() < count) {
     const uint64_t header = bytes.varint();
     if (header & 1) {  // bit-packed: (header >> 1) groups of 8
@@ -90,6 +89,7 @@ int bit_width(int max_level) {
 }
 
 std::string decompress(Codec codec, const uint8_t* data, size_t size, size_t expected) {
+  if (expected > (size_t{1} << 30)) throw ParquetError("a page claims more than 1 GiB uncompressed");
   std::string out(expected, '\0');
   switch (codec) {
     case Codec::Uncompressed:
@@ -243,6 +243,12 @@ class ValueDecoder {
         }
         return;
       }
+      case Encoding::Rle: {  // booleans in v2 files: a 4-byte length, then the hybrid at bit width 1
+        if (*node_.physical != Physical::Boolean) break;
+        const auto n = static_cast<size_t>(in.le(4));
+        for (uint64_t bit : decode_hybrid(Bytes(in.take(n), n), 1, count)) out.emplace_back(bit != 0);
+        return;
+      }
       case Encoding::ByteStreamSplit: {
         const size_t width = *node_.physical == Physical::Float || *node_.physical == Physical::Int32 ? 4 : 8;
         const uint8_t* p = in.take(count * width);
@@ -256,8 +262,9 @@ class ValueDecoder {
         return;
       }
       default:
-        throw ParquetError(fmt::format("encoding {} is not supported for values", encoding_name(encoding)));
+        break;
     }
+    throw ParquetError(fmt::format("encoding {} is not supported for values of this column", encoding_name(encoding)));
   }
 
  private:
@@ -276,7 +283,6 @@ class ValueDecoder {
 
 std::vector<uint16_t> levels(Bytes bytes, int max_level, size_t count) {
   std::vector<uint16_t> out;
-  out.reserve(count);
   for (uint64_t v : decode_hybrid(bytes, bit_width(max_level), count)) {
     if (v > static_cast<uint64_t>(max_level)) throw ParquetError("a level exceeds the schema's maximum");
     out.push_back(static_cast<uint16_t>(v));
@@ -349,6 +355,10 @@ ColumnData read_column(std::istream& in, const ColumnChunk& chunk, const Leaf& l
     if (h.type != PageType::Data && h.type != PageType::DataV2) continue;  // index pages
 
     const auto n = static_cast<size_t>(h.num_values);
+    // Real writers put at most some 20,000 values in a page; a count far past what
+    // the page's bytes could describe is corruption, refused before allocating for it.
+    if (h.num_values > chunk.num_values || n > 64 * (static_cast<size_t>(h.uncompressed_size) + 1024))
+      throw ParquetError(fmt::format("a page claims {} values", h.num_values));
     std::string page;  // what the values are read from
     std::vector<uint16_t> rep, def;
     Bytes values(nullptr, 0);

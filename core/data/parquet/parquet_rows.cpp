@@ -166,6 +166,16 @@ std::vector<Row> read_parquet_rows(const std::string& path, std::optional<size_t
     if (group.columns.size() != leaves.size())
       throw DataError(fmt::format("{}: row group {} has {} columns where the schema has {}", path, g,
                                   group.columns.size(), leaves.size()));
+    in.seekg(0, std::ios::end);
+    const auto file_size = static_cast<int64_t>(in.tellg());
+    for (size_t c = 0; c < group.columns.size(); ++c) {
+      const ColumnChunk& chunk = group.columns[c];
+      // Every record has at least one entry in every column.
+      if (chunk.start < 4 || chunk.total_compressed_size < 0 || chunk.start + chunk.total_compressed_size > file_size ||
+          group.num_rows > chunk.num_values)
+        throw DataError(fmt::format("{}: column '{}': corrupt metadata (its bytes or counts do not fit the file)",
+                                    path, leaves[c].name));
+    }
     size_t wanted = static_cast<size_t>(std::max<int64_t>(0, group.num_rows));
     if (limit) wanted = std::min(wanted, *limit - rows.size());
     std::vector<json> physical(wanted, json::object());
