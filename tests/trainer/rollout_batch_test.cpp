@@ -74,16 +74,19 @@ TEST(PromptSource, MaxLengthCutsOrDropsLongPrompts) {
   tok::write_byte_level_tokenizer(dir.string());
   tok::Tokenizer tokenizer = tok::Tokenizer::from_dir(dir.string());
   std::ofstream(dir / "rows.jsonl") << "{\"prompt\": \"short\"}\n{\"prompt\": \"" << std::string(200, 'x') << "\"}\n";
-  const std::vector<std::string> data = {(dir / "rows.jsonl").string()};
-  trainer::PromptSource full(data, tokenizer, tok::ChatFamily::ChatML, "", false, 0);
+  const std::vector<data::Row> data = data::load_rows((dir / "rows.jsonl").string());
+  auto source = [&](int64_t max_tokens, trainer::Truncation truncation) {
+    return trainer::PromptSource(data, {&tokenizer, tok::ChatFamily::ChatML, "", max_tokens, truncation}, false, 0);
+  };
+  trainer::PromptSource full = source(0, trainer::Truncation::Left);
   const size_t long_len = full.next(2)[1]->ids.size();
-  trainer::PromptSource left(data, tokenizer, tok::ChatFamily::ChatML, "", false, 0, 50, trainer::Truncation::Left);
+  trainer::PromptSource left = source(50, trainer::Truncation::Left);
   auto l = left.next(2);
   EXPECT_EQ(l[1]->ids.size(), 50u);
   EXPECT_TRUE(std::equal(l[1]->ids.begin(), l[1]->ids.end(), full.next(2)[1]->ids.end() - 50));  // the end is kept
-  trainer::PromptSource right(data, tokenizer, tok::ChatFamily::ChatML, "", false, 0, 50, trainer::Truncation::Right);
+  trainer::PromptSource right = source(50, trainer::Truncation::Right);
   EXPECT_EQ(right.next(2)[1]->ids.size(), 50u);
-  trainer::PromptSource del(data, tokenizer, tok::ChatFamily::ChatML, "", false, 0, 50, trainer::Truncation::Delete);
+  trainer::PromptSource del = source(50, trainer::Truncation::Delete);
   EXPECT_EQ(del.size(), 1u);
   EXPECT_EQ(del.dropped(), 1u);
   EXPECT_GT(long_len, 200u);

@@ -50,7 +50,7 @@ void collect_leaves(const FileMeta& meta, size_t index, Leaf at, std::vector<Lea
 
 // Places one leaf's entries into `rows` as nested objects and arrays named as
 // the schema's nodes (the physical shape; to_logical then unwraps LIST groups).
-void assemble(const FileMeta& meta, const Leaf& leaf, const ColumnData& column, std::vector<json>& rows) {
+void assemble(const FileMeta& meta, const Leaf& leaf, ColumnData& column, std::vector<json>& rows) {
   const size_t depth = leaf.chain.size();
   std::vector<int> def_at(depth), rep_at(depth);
   for (size_t i = 0, d = 0, r = 0; i < depth; ++i) {
@@ -80,7 +80,7 @@ void assemble(const FileMeta& meta, const Leaf& leaf, const ColumnData& column, 
         while (member.size() <= index[i]) member.push_back(nullptr);
         json& element = member[index[i]];
         if (last) {
-          element = column.values.at(next_value++);
+          element = std::move(column.values.at(next_value++));
           break;
         }
         if (!element.is_object()) element = json::object();
@@ -88,7 +88,7 @@ void assemble(const FileMeta& meta, const Leaf& leaf, const ColumnData& column, 
       } else {
         if (d < def_at[i]) break;  // null (operator[] made it so)
         if (last) {
-          member = column.values.at(next_value++);
+          member = std::move(column.values.at(next_value++));
           break;
         }
         if (!member.is_object()) member = json::object();
@@ -98,51 +98,51 @@ void assemble(const FileMeta& meta, const Leaf& leaf, const ColumnData& column, 
   }
 }
 
-json to_logical(const FileMeta& meta, const SchemaNode& node, const json& v, bool as_element = false);
+json to_logical(const FileMeta& meta, const SchemaNode& node, json&& v, bool as_element = false);
 
-json group_value(const FileMeta& meta, const SchemaNode& node, const json& v) {
+json group_value(const FileMeta& meta, const SchemaNode& node, json&& v) {
   if (v.is_null() || node.children.empty()) return v;
   if (node.meaning == Meaning::List || node.meaning == Meaning::Map) {
     const SchemaNode& repeated = meta.schema[node.children[0]];
     json items = json::array();
-    const json& physical = v.contains(repeated.name) ? v[repeated.name] : json::array();
+    json physical = v.contains(repeated.name) ? std::move(v[repeated.name]) : json::array();
     // Three-level lists wrap each element in a group of one child; the two-level
     // form (parquet-format's backward-compatibility rules) makes the repeated node the element.
     const bool wrapped = node.meaning == Meaning::List && repeated.children.size() == 1 && repeated.name != "array" &&
                          repeated.name != node.name + "_tuple";
-    for (const json& item : physical) {
+    for (json& item : physical) {
       if (wrapped) {
         const SchemaNode& element = meta.schema[repeated.children[0]];
-        items.push_back(to_logical(meta, element, item.is_object() && item.contains(element.name) ? item[element.name] : json()));
+        items.push_back(
+            to_logical(meta, element, item.is_object() && item.contains(element.name) ? std::move(item[element.name]) : json()));
       } else {
-        items.push_back(to_logical(meta, repeated, item, /*as_element=*/true));
+        items.push_back(to_logical(meta, repeated, std::move(item), /*as_element=*/true));
       }
     }
     if (node.meaning == Meaning::List) return items;
     // A map of text keys is a JSON object; any other map stays a list of {key, value}.
     json object = json::object();
-    for (const json& kv : items) {
+    for (const json& kv : items)
       if (!kv.is_object() || !kv.contains("key") || !kv["key"].is_string()) return items;
-      object[kv["key"].get<std::string>()] = kv.contains("value") ? kv["value"] : json();
-    }
+    for (json& kv : items) object[kv["key"].get<std::string>()] = kv.contains("value") ? std::move(kv["value"]) : json();
     return object;
   }
   json object = json::object();
   for (size_t c : node.children) {
     const SchemaNode& child = meta.schema[c];
-    object[child.name] = to_logical(meta, child, v.contains(child.name) ? v[child.name] : json());
+    object[child.name] = to_logical(meta, child, v.contains(child.name) ? std::move(v[child.name]) : json());
   }
   return object;
 }
 
-json to_logical(const FileMeta& meta, const SchemaNode& node, const json& v, bool as_element) {
+json to_logical(const FileMeta& meta, const SchemaNode& node, json&& v, bool as_element) {
   if (node.repetition == Repetition::Repeated && !as_element) {  // a bare repeated field: a list
     json items = json::array();
     if (v.is_array())
-      for (const json& item : v) items.push_back(to_logical(meta, node, item, true));
+      for (json& item : v) items.push_back(to_logical(meta, node, std::move(item), true));
     return items;
   }
-  return node.children.empty() ? v : group_value(meta, node, v);
+  return node.children.empty() ? std::move(v) : group_value(meta, node, std::move(v));
 }
 
 }  // namespace
@@ -184,7 +184,7 @@ std::vector<Row> read_parquet_rows(const std::string& path, std::optional<size_t
       try {
         if (group.columns[c].path.size() != leaf.chain.size())
           throw ParquetError("the column chunk's path disagrees with the schema");
-        const ColumnData column = read_column(in, group.columns[c], leaf, wanted);
+        ColumnData column = read_column(in, group.columns[c], leaf, wanted);
         size_t records = 0;
         for (uint16_t r : column.rep) records += r == 0;
         if (records < wanted)
@@ -198,7 +198,7 @@ std::vector<Row> read_parquet_rows(const std::string& path, std::optional<size_t
       }
     }
     for (size_t i = 0; i < wanted; ++i)
-      rows.push_back(Row{to_logical(meta, root, physical[i], true), fmt::format("{}:row {}", path, rows.size())});
+      rows.push_back(Row{to_logical(meta, root, std::move(physical[i]), true), fmt::format("{}:row {}", path, rows.size())});
   }
   return rows;
 }
