@@ -11,41 +11,7 @@
 namespace grpo::data::parquet {
 namespace {
 
-// A cursor over a page's bytes that never reads past them.
-class Bytes {
- public:
-  Bytes(const uint8_t* p, size_t n) : p_(p), end_(p + n) {}
-  size_t left() const { return static_cast<size_t>(end_ - p_); }
-  const uint8_t* take(size_t n) {
-    if (n > left()) throw ParquetError("a page's values run past its end");
-    const uint8_t* at = p_;
-    p_ += n;
-    return at;
-  }
-  uint64_t le(size_t n) {
-    const uint8_t* b = take(n);
-    uint64_t v = 0;
-    for (size_t k = 0; k < n; ++k) v |= static_cast<uint64_t>(b[k]) << (8 * k);
-    return v;
-  }
-  uint64_t varint() {
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      const uint8_t b = *take(1);
-      v |= static_cast<uint64_t>(b & 0x7f) << shift;
-      if (!(b & 0x80)) return v;
-    }
-    throw ParquetError("malformed varint");
-  }
-  int64_t zigzag() {
-    const uint64_t u = varint();
-    return static_cast<int64_t>(u >> 1) ^ -static_cast<int64_t>(u & 1);
-  }
-
- private:
-  const uint8_t* p_;
-  const uint8_t* end_;
-};
+using Bytes = ByteCursor;
 
 // `count` values of `width` bits packed least significant bit first.
 void unpack_bits(const uint8_t* p, int width, size_t count, std::vector<uint64_t>& out) {
@@ -328,14 +294,14 @@ ColumnData read_column(std::istream& in, const ColumnChunk& chunk, const Leaf& l
       try {
         raw = read_struct(reinterpret_cast<const uint8_t*>(head.data()), head.size(), used);
         break;
-      } catch (const ThriftError& e) {
+      } catch (const ParquetError& e) {
         if (window == end - pos) throw ParquetError(std::string("a page header is corrupt: ") + e.what());
       }
     }
     PageHeader h;
     try {
       h = parse_page_header(raw);
-    } catch (const ThriftError& e) {
+    } catch (const ParquetError& e) {
       throw ParquetError(std::string("a page header is corrupt: ") + e.what());
     }
     pos += static_cast<int64_t>(used);

@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <istream>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -14,11 +13,6 @@
 #include "data/parquet/parquet_meta.h"
 
 namespace grpo::data::parquet {
-
-// A problem in the file's bytes or a feature this reader lacks; the caller adds the file and column.
-struct ParquetError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 // Reads [offset, offset + size) of the file; throws ParquetError when the file is shorter.
 std::string read_range(std::istream& in, int64_t offset, int64_t size);

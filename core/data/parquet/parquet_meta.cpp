@@ -27,7 +27,7 @@ Meaning meaning_of(const ThriftValue& e) {
 
 // The flat, depth-first schema list into a tree by num_children.
 size_t build(const std::vector<ThriftValue>& elements, size_t at, std::vector<SchemaNode>& out) {
-  if (at >= elements.size()) throw ThriftError("the schema list ends inside a group");
+  if (at >= elements.size()) throw ParquetError("the schema list ends inside a group");
   const ThriftValue& e = elements[at];
   const size_t index = out.size();
   SchemaNode node;
@@ -40,7 +40,7 @@ size_t build(const std::vector<ThriftValue>& elements, size_t at, std::vector<Sc
   if (e.has(10) && e.at(10).has(5)) node.scale = static_cast<int32_t>(e.at(10).at(5).integer(1, node.scale));
   out.push_back(node);
   const int64_t children = e.integer(5, 0);
-  if (children < 0 || children > static_cast<int64_t>(elements.size())) throw ThriftError("bad num_children");
+  if (children < 0 || children > static_cast<int64_t>(elements.size())) throw ParquetError("bad num_children");
   size_t next = at + 1;
   for (int64_t c = 0; c < children; ++c) {
     out[index].children.push_back(out.size());
@@ -54,15 +54,15 @@ size_t build(const std::vector<ThriftValue>& elements, size_t at, std::vector<Sc
 FileMeta parse_file_meta(const ThriftValue& meta) {
   FileMeta out;
   const auto& elements = meta.at(2).items;
-  if (elements.empty()) throw ThriftError("the schema is empty");
-  if (build(elements, 0, out.schema) != elements.size()) throw ThriftError("the schema list has elements past its root");
+  if (elements.empty()) throw ParquetError("the schema is empty");
+  if (build(elements, 0, out.schema) != elements.size()) throw ParquetError("the schema list has elements past its root");
   out.num_rows = meta.at(3).i;
   if (meta.has(4))
     for (const ThriftValue& g : meta.at(4).items) {
       RowGroup group;
       group.num_rows = g.at(3).i;
       for (const ThriftValue& c : g.at(1).items) {
-        if (!c.text(1).empty()) throw ThriftError("column chunks in other files (file_path) are not supported");
+        if (!c.text(1).empty()) throw ParquetError("column chunks in other files (file_path) are not supported");
         const ThriftValue& m = c.at(3);
         ColumnChunk chunk;
         for (const ThriftValue& part : m.at(3).items) chunk.path.push_back(part.bytes);
@@ -85,7 +85,7 @@ PageHeader parse_page_header(const ThriftValue& h) {
   out.type = static_cast<PageType>(h.at(1).i);
   out.uncompressed_size = static_cast<int32_t>(h.at(2).i);
   out.compressed_size = static_cast<int32_t>(h.at(3).i);
-  if (out.uncompressed_size < 0 || out.compressed_size < 0) throw ThriftError("negative page size");
+  if (out.uncompressed_size < 0 || out.compressed_size < 0) throw ParquetError("negative page size");
   if (out.type == PageType::Data) {
     const ThriftValue& d = h.at(5);
     out.num_values = static_cast<int32_t>(d.at(1).i);
@@ -99,13 +99,13 @@ PageHeader parse_page_header(const ThriftValue& h) {
     out.rep_bytes = static_cast<int32_t>(d.at(6).i);
     out.values_compressed = !d.has(7) || d.at(7).i != 0;
     if (out.def_bytes < 0 || out.rep_bytes < 0 || out.def_bytes + out.rep_bytes > out.compressed_size)
-      throw ThriftError("the v2 page's level lengths exceed the page");
+      throw ParquetError("the v2 page's level lengths exceed the page");
   } else if (out.type == PageType::Dictionary) {
     const ThriftValue& d = h.at(7);
     out.num_values = static_cast<int32_t>(d.at(1).i);
     out.encoding = static_cast<Encoding>(d.at(2).i);
   }
-  if (out.num_values < 0) throw ThriftError("negative value count");
+  if (out.num_values < 0) throw ParquetError("negative value count");
   return out;
 }
 

@@ -63,7 +63,7 @@ struct PageHeader {
   bool values_compressed = true;
 };
 
-// Throws ThriftError for a metadata structure it cannot read.
+// Throw ParquetError for a metadata structure they cannot read.
 FileMeta parse_file_meta(const ThriftValue& meta);
 PageHeader parse_page_header(const ThriftValue& header);
 

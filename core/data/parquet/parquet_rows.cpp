@@ -28,7 +28,7 @@ FileMeta read_footer(std::istream& in, const std::string& path) {
   try {
     size_t used = 0;
     return parse_file_meta(read_struct(reinterpret_cast<const uint8_t*>(meta.data()), meta.size(), used));
-  } catch (const ThriftError& e) {
+  } catch (const ParquetError& e) {
     throw DataError(fmt::format("{}: corrupt Parquet footer: {}", path, e.what()));
   }
 }

@@ -12,11 +12,11 @@ enum Type : uint8_t {
 
 class Reader {
  public:
-  Reader(const uint8_t* data, size_t size) : p_(data), begin_(data), end_(data + size) {}
-  size_t used() const { return static_cast<size_t>(p_ - begin_); }
+  Reader(const uint8_t* data, size_t size) : in_(data, size) {}
+  size_t used() const { return in_.used(); }
 
   ThriftValue read_struct(int depth) {
-    if (depth > 64) throw ThriftError("structures nested too deeply");
+    if (depth > 64) throw ParquetError("structures nested too deeply");
     ThriftValue v;
     v.kind = ThriftValue::Kind::Struct;
     int16_t last = 0;
@@ -39,26 +39,12 @@ class Reader {
   }
 
  private:
-  uint8_t byte() {
-    if (p_ >= end_) throw ThriftError("truncated");
-    return *p_++;
-  }
-  uint64_t varint() {
-    uint64_t out = 0;
-    for (int shift = 0; shift < 70; shift += 7) {
-      const uint8_t b = byte();
-      out |= static_cast<uint64_t>(b & 0x7f) << shift;
-      if (!(b & 0x80)) return out;
-    }
-    throw ThriftError("malformed varint");
-  }
-  int64_t zigzag() {
-    const uint64_t u = varint();
-    return static_cast<int64_t>(u >> 1) ^ -static_cast<int64_t>(u & 1);
-  }
+  uint8_t byte() { return in_.byte(); }
+  uint64_t varint() { return in_.varint(); }
+  int64_t zigzag() { return in_.zigzag(); }
   size_t length() {
     const uint64_t n = varint();
-    if (n > static_cast<uint64_t>(end_ - p_)) throw ThriftError("a length runs past the end");
+    if (n > in_.left()) throw ParquetError("a length runs past the end");
     return static_cast<size_t>(n);
   }
 
@@ -76,10 +62,7 @@ class Reader {
         v.i = zigzag();
         return v;
       case kDouble: {
-        if (end_ - p_ < 8) throw ThriftError("truncated");
-        uint64_t bits = 0;
-        for (int k = 0; k < 8; ++k) bits |= static_cast<uint64_t>(p_[k]) << (8 * k);
-        p_ += 8;
+        const uint64_t bits = in_.le(8);
         v.kind = ThriftValue::Kind::Double;
         std::memcpy(&v.d, &bits, 8);
         return v;
@@ -87,15 +70,14 @@ class Reader {
       case kBinary: {
         const size_t n = length();
         v.kind = ThriftValue::Kind::Binary;
-        v.bytes.assign(reinterpret_cast<const char*>(p_), n);
-        p_ += n;
+        v.bytes.assign(reinterpret_cast<const char*>(in_.take(n)), n);
         return v;
       }
       case kList: case kSet: {
         const uint8_t header = byte();
         uint64_t n = header >> 4;
         if (n == 15) n = varint();
-        if (n > static_cast<uint64_t>(end_ - p_)) throw ThriftError("a list is longer than the data");
+        if (n > in_.left()) throw ParquetError("a list is longer than the data");
         v.kind = ThriftValue::Kind::List;
         for (uint64_t k = 0; k < n; ++k) v.items.push_back(element(header & 0x0f, depth));
         return v;
@@ -104,7 +86,7 @@ class Reader {
         const uint64_t n = varint();
         v.kind = ThriftValue::Kind::Map;
         if (n == 0) return v;
-        if (n > static_cast<uint64_t>(end_ - p_)) throw ThriftError("a map is longer than the data");
+        if (n > in_.left()) throw ParquetError("a map is longer than the data");
         const uint8_t types = byte();
         for (uint64_t k = 0; k < n; ++k) {
           v.items.push_back(element(types >> 4, depth));
@@ -115,21 +97,19 @@ class Reader {
       case kStruct:
         return read_struct(depth + 1);
       default:
-        throw ThriftError("unknown field type " + std::to_string(type));
+        throw ParquetError("unknown field type " + std::to_string(type));
     }
   }
   ThriftValue element(uint8_t type, int depth) { return type == kStruct ? read_struct(depth + 1) : value(type, depth); }
 
-  const uint8_t* p_;
-  const uint8_t* begin_;
-  const uint8_t* end_;
+  ByteCursor in_;
 };
 
 }  // namespace
 
 const ThriftValue& ThriftValue::at(int16_t id) const {
   auto it = fields.find(id);
-  if (it == fields.end()) throw ThriftError("required field " + std::to_string(id) + " is missing");
+  if (it == fields.end()) throw ParquetError("required field " + std::to_string(id) + " is missing");
   return it->second;
 }
 

@@ -6,16 +6,12 @@
 
 #include <cstdint>
 #include <map>
-#include <memory>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
-namespace grpo::data::parquet {
+#include "data/parquet/byte_cursor.h"
 
-struct ThriftError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+namespace grpo::data::parquet {
 
 struct ThriftValue {
   enum class Kind { Bool, Int, Double, Binary, List, Struct, Map } kind = Kind::Int;
@@ -26,12 +22,13 @@ struct ThriftValue {
   std::map<int16_t, ThriftValue> fields;   // struct
 
   bool has(int16_t id) const { return fields.count(id) != 0; }
-  const ThriftValue& at(int16_t id) const;  // throws ThriftError when absent
+  const ThriftValue& at(int16_t id) const;  // throws ParquetError when absent
   int64_t integer(int16_t id, int64_t fallback) const;
   std::string text(int16_t id) const;  // "" when absent
 };
 
-// Decodes one struct from [data, data + size). `used` is set to its length in bytes.
+// Decodes one struct from [data, data + size). `used` is set to its length in
+// bytes. Throws ParquetError for bytes that are not one.
 ThriftValue read_struct(const uint8_t* data, size_t size, size_t& used);
 
 }  // namespace grpo::data::parquet
