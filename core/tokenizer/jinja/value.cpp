@@ -1,0 +1,381 @@
+#include "tokenizer/jinja/value.h"
+
+#include "tokenizer/jinja/error.h"
+#include "tokenizer/jinja/pystr.h"
+
+namespace grpo::tok::jinja {
+
+// --- Dict ---------------------------------------------------------------------
+
+const Value* Dict::find(const Value& key) const {
+  if (key.is_string()) return find(key.as_string());
+  for (const auto& [k, v] : entries_)
+    if (py_equal(k, key)) return &v;
+  return nullptr;
+}
+
+const Value* Dict::find(const std::string& key) const {
+  for (const auto& [k, v] : entries_)
+    if (k.is_string() && k.as_string() == key) return &v;
+  return nullptr;
+}
+
+void Dict::set(const Value& key, Value value) {
+  for (auto& [k, v] : entries_) {
+    if (py_equal(k, key)) {
+      v = std::move(value);
+      return;
+    }
+  }
+  entries_.emplace_back(key, std::move(value));
+}
+
+// --- Construction -------------------------------------------------------------
+
+Value Value::undefined(std::string hint) {
+  Value v;
+  v.str_ = std::move(hint);
+  return v;
+}
+
+Value Value::none() {
+  Value v;
+  v.type_ = Type::None;
+  return v;
+}
+
+Value::Value(bool b) : type_(Type::Bool), bool_(b) {}
+Value::Value(int64_t i) : type_(Type::Int), int_(i) {}
+Value::Value(double d) : type_(Type::Float), float_(d) {}
+Value::Value(std::string s) : type_(Type::String), str_(std::move(s)) {}
+
+Value Value::sequence(ValueList items, Seq kind) {
+  Value v;
+  v.type_ = Type::Sequence;
+  v.seq_ = kind;
+  v.list_ = std::make_shared<const ValueList>(std::move(items));
+  return v;
+}
+
+Value Value::dict(Dict d) {
+  Value v;
+  v.type_ = Type::Dict;
+  v.dict_ = std::make_shared<const Dict>(std::move(d));
+  return v;
+}
+
+Value Value::make_namespace(Dict attrs) {
+  Value v;
+  v.type_ = Type::Namespace;
+  v.ns_ = std::make_shared<Dict>(std::move(attrs));
+  return v;
+}
+
+Value Value::function(std::string name, NativeFunction fn) {
+  Value v;
+  v.type_ = Type::Function;
+  v.str_ = std::move(name);
+  v.fn_ = std::make_shared<const NativeFunction>(std::move(fn));
+  return v;
+}
+
+namespace {
+
+template <typename Json>
+Value convert_json(const Json& j) {
+  switch (j.type()) {
+    case nlohmann::json::value_t::null:
+      return Value::none();
+    case nlohmann::json::value_t::boolean:
+      return Value(j.template get<bool>());
+    case nlohmann::json::value_t::number_integer:
+      return Value(j.template get<int64_t>());
+    case nlohmann::json::value_t::number_unsigned: {
+      auto u = j.template get<uint64_t>();
+      if (u > static_cast<uint64_t>(INT64_MAX)) throw JinjaError("the integer " + std::to_string(u) + " is too large");
+      return Value(static_cast<int64_t>(u));
+    }
+    case nlohmann::json::value_t::number_float:
+      return Value(j.template get<double>());
+    case nlohmann::json::value_t::string:
+      return Value(j.template get<std::string>());
+    case nlohmann::json::value_t::array: {
+      ValueList items;
+      items.reserve(j.size());
+      for (const auto& e : j) items.push_back(convert_json(e));
+      return Value::sequence(std::move(items));
+    }
+    case nlohmann::json::value_t::object: {
+      Dict d;
+      for (auto it = j.begin(); it != j.end(); ++it) d.set(Value(it.key()), convert_json(it.value()));
+      return Value::dict(std::move(d));
+    }
+    default:
+      throw JinjaError("a JSON value of this kind (binary) cannot be passed to a template");
+  }
+}
+
+}  // namespace
+
+Value Value::from_json(const nlohmann::ordered_json& j) { return convert_json(j); }
+Value Value::from_json(const nlohmann::json& j) { return convert_json(j); }
+
+nlohmann::ordered_json Value::to_json() const {
+  switch (type_) {
+    case Type::None: return nullptr;
+    case Type::Bool: return bool_;
+    case Type::Int: return int_;
+    case Type::Float: return float_;
+    case Type::String: return str_;
+    case Type::Sequence: {
+      auto arr = nlohmann::ordered_json::array();
+      for (const auto& e : *list_) arr.push_back(e.to_json());
+      return arr;
+    }
+    case Type::Dict: {
+      auto obj = nlohmann::ordered_json::object();
+      for (const auto& [k, v] : dict_->entries()) obj[k.is_string() ? k.as_string() : k.str()] = v.to_json();
+      return obj;
+    }
+    default:
+      throw JinjaError("a value of type '" + type_name() + "' cannot be converted to JSON");
+  }
+}
+
+// --- Inspection ---------------------------------------------------------------
+
+double Value::as_double() const {
+  switch (type_) {
+    case Type::Float: return float_;
+    case Type::Int: return static_cast<double>(int_);
+    case Type::Bool: return bool_ ? 1.0 : 0.0;
+    default: return 0.0;
+  }
+}
+
+bool Value::same_object(const Value& other) const {
+  if (type_ != other.type_) return false;
+  switch (type_) {
+    case Type::Undefined:
+    case Type::None: return true;
+    case Type::Bool: return bool_ == other.bool_;
+    case Type::Int: return int_ == other.int_;  // CPython caches small ints; close enough for `sameas`
+    case Type::Float: return false;
+    case Type::String: return str_ == other.str_;
+    case Type::Sequence: return list_ == other.list_;
+    case Type::Dict: return dict_ == other.dict_;
+    case Type::Namespace: return ns_ == other.ns_;
+    case Type::Function: return fn_ == other.fn_;
+  }
+  return false;
+}
+
+bool Value::truthy() const {
+  switch (type_) {
+    case Type::Undefined:
+    case Type::None: return false;
+    case Type::Bool: return bool_;
+    case Type::Int: return int_ != 0;
+    case Type::Float: return float_ != 0.0;
+    case Type::String: return !str_.empty();
+    case Type::Sequence: return seq_ == Seq::Iterator || !list_->empty();  // a generator is always true
+    case Type::Dict: return dict_->size() != 0;
+    default: return true;
+  }
+}
+
+std::string Value::type_name() const {
+  switch (type_) {
+    case Type::Undefined: return "Undefined";
+    case Type::None: return "NoneType";
+    case Type::Bool: return "bool";
+    case Type::Int: return "int";
+    case Type::Float: return "float";
+    case Type::String: return "str";
+    case Type::Sequence:
+      switch (seq_) {
+        case Seq::List: return "list";
+        case Seq::Tuple: return "tuple";
+        case Seq::Iterator: return "generator";
+        case Seq::DictKeys: return "dict_keys";
+        case Seq::DictValues: return "dict_values";
+        case Seq::DictItems: return "dict_items";
+      }
+      return "list";
+    case Type::Dict: return "dict";
+    case Type::Namespace: return "Namespace";
+    case Type::Function: return "function";
+  }
+  return "object";
+}
+
+namespace {
+
+std::string join_repr(const ValueList& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i) out += ", ";
+    out += items[i].repr();
+  }
+  return out;
+}
+
+std::string dict_repr(const Dict& d) {
+  std::string out = "{";
+  bool first = true;
+  for (const auto& [k, v] : d.entries()) {
+    if (!first) out += ", ";
+    first = false;
+    out += k.repr() + ": " + v.repr();
+  }
+  return out + "}";
+}
+
+}  // namespace
+
+std::string Value::str() const {
+  switch (type_) {
+    case Type::Undefined: return "";
+    case Type::String: return str_;
+    default: return repr();
+  }
+}
+
+std::string Value::repr() const {
+  switch (type_) {
+    case Type::Undefined: return "Undefined";
+    case Type::None: return "None";
+    case Type::Bool: return bool_ ? "True" : "False";
+    case Type::Int: return std::to_string(int_);
+    case Type::Float: return py::float_repr(float_);
+    case Type::String: return py::repr(str_);
+    case Type::Sequence:
+      switch (seq_) {
+        case Seq::List: return "[" + join_repr(*list_) + "]";
+        case Seq::Tuple: return "(" + join_repr(*list_) + (list_->size() == 1 ? ",)" : ")");
+        case Seq::DictKeys: return "dict_keys([" + join_repr(*list_) + "])";
+        case Seq::DictValues: return "dict_values([" + join_repr(*list_) + "])";
+        case Seq::DictItems: return "dict_items([" + join_repr(*list_) + "])";
+        case Seq::Iterator:
+          // Python prints the generator's address; there is nothing to match.
+          throw JinjaError("printing a generator (the result of a filter such as select or map) is not supported; "
+                           "apply |list first");
+      }
+      return "";
+    case Type::Dict: return dict_repr(*dict_);
+    case Type::Namespace: return "<Namespace " + dict_repr(*ns_) + ">";
+    case Type::Function: return "<function " + str_ + ">";
+  }
+  return "";
+}
+
+// --- Python operators -----------------------------------------------------------
+
+[[noreturn]] void fail_undefined(const Value& v) {
+  throw JinjaError(v.undefined_hint().empty() ? "a value is undefined" : v.undefined_hint());
+}
+
+bool py_equal(const Value& a, const Value& b) {
+  using T = Value::Type;
+  if (a.is_number() && b.is_number()) {
+    if (a.is_float() || b.is_float()) return a.as_double() == b.as_double();
+    return a.as_int() == b.as_int();
+  }
+  if (a.type() != b.type()) return false;
+  switch (a.type()) {
+    case T::Undefined:
+    case T::None: return true;
+    case T::String: return a.as_string() == b.as_string();
+    case T::Sequence: {
+      bool comparable = (a.seq() == Value::Seq::List || a.seq() == Value::Seq::Tuple) && a.seq() == b.seq();
+      if (!comparable) return a.same_object(b);
+      const auto& x = a.as_list();
+      const auto& y = b.as_list();
+      if (x.size() != y.size()) return false;
+      for (size_t i = 0; i < x.size(); ++i)
+        if (!py_equal(x[i], y[i])) return false;
+      return true;
+    }
+    case T::Dict: {
+      const auto& x = a.as_dict();
+      const auto& y = b.as_dict();
+      if (x.size() != y.size()) return false;
+      for (const auto& [k, v] : x.entries()) {
+        const Value* other = y.find(k);
+        if (!other || !py_equal(v, *other)) return false;
+      }
+      return true;
+    }
+    default: return a.same_object(b);
+  }
+}
+
+bool py_less(const Value& a, const Value& b) {
+  if (a.is_undefined()) fail_undefined(a);
+  if (b.is_undefined()) fail_undefined(b);
+  if (a.is_number() && b.is_number()) {
+    if (a.is_float() || b.is_float()) return a.as_double() < b.as_double();
+    return a.as_int() < b.as_int();
+  }
+  if (a.is_string() && b.is_string()) return a.as_string() < b.as_string();  // UTF-8 order is code-point order
+  if (a.is_indexable() && b.is_indexable() && a.seq() == b.seq()) {
+    const auto& x = a.as_list();
+    const auto& y = b.as_list();
+    for (size_t i = 0; i < x.size() && i < y.size(); ++i)
+      if (!py_equal(x[i], y[i])) return py_less(x[i], y[i]);
+    return x.size() < y.size();
+  }
+  throw JinjaError("'<' not supported between instances of '" + a.type_name() + "' and '" + b.type_name() + "'");
+}
+
+bool py_contains(const Value& container, const Value& item) {
+  switch (container.type()) {
+    case Value::Type::String:
+      if (!item.is_string())
+        throw JinjaError("'in <string>' requires string as left operand, not " + item.type_name());
+      return container.as_string().find(item.as_string()) != std::string::npos;
+    case Value::Type::Sequence:
+      for (const auto& e : container.as_list())
+        if (py_equal(e, item)) return true;
+      return false;
+    case Value::Type::Dict: return container.as_dict().find(item) != nullptr;
+    case Value::Type::Undefined: return false;  // iterating jinja's Undefined yields nothing
+    default: throw JinjaError("argument of type '" + container.type_name() + "' is not iterable");
+  }
+}
+
+ValueList iterate(const Value& v) {
+  switch (v.type()) {
+    case Value::Type::Undefined: return {};
+    case Value::Type::String: {
+      ValueList out;
+      for (char32_t cp : py::decode(v.as_string())) {
+        std::string s;
+        py::append_utf8(s, cp);
+        out.emplace_back(std::move(s));
+      }
+      return out;
+    }
+    case Value::Type::Sequence: return v.as_list();
+    case Value::Type::Dict: {
+      ValueList out;
+      for (const auto& kv : v.as_dict().entries()) out.push_back(kv.first);
+      return out;
+    }
+    default: throw JinjaError("'" + v.type_name() + "' object is not iterable");
+  }
+}
+
+int64_t py_len(const Value& v) {
+  switch (v.type()) {
+    case Value::Type::Undefined: return 0;
+    case Value::Type::String: return py::length(v.as_string());
+    case Value::Type::Sequence:
+      if (v.seq() == Value::Seq::Iterator) throw JinjaError("object of type 'generator' has no len()");
+      return static_cast<int64_t>(v.as_list().size());
+    case Value::Type::Dict: return static_cast<int64_t>(v.as_dict().size());
+    default: throw JinjaError("object of type '" + v.type_name() + "' has no len()");
+  }
+}
+
+}  // namespace grpo::tok::jinja
