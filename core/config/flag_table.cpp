@@ -137,7 +137,7 @@ std::vector<FlagSpec> build_table() {
               "skip (and count) dataset rows that cannot be used instead of stopping at the first one"));
   add(text("system", nullptr, "system prompt, or the path of a file that holds it"));
   add(text("template", nullptr,
-           "chat format: chatml | qwen2 | qwen2_5 | qwen3 | llama3 | llama3_1 (unset: read from tokenizer_config.json)")
+           "chat format: chatml | qwen2 | qwen2_5 | qwen3 | llama3 | llama3_1 | jinja (the model's own template; unset: read from tokenizer_config.json)")
           .hint("NAME"));
   add(integer("max_length", nullptr, "limit on prompt + completion tokens (unset: the model's limit)")
           .at_least(1));

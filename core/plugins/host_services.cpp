@@ -125,7 +125,8 @@ grpo_status HostServices::render_chat(void* ctx, grpo_str messages_json, int32_t
     const nlohmann::json messages = nlohmann::json::parse(view_of(messages_json));
     tok::ChatOptions options;
     options.add_generation_prompt = add_generation_prompt != 0;
-    copy_out(tok::render_chat(self->text_.family, tok::messages_from_json(messages), options), text, capacity, size);
+    copy_out(tok::render_chat(*self->text_.tokenizer, self->text_.family, tok::messages_from_json(messages), options), text,
+             capacity, size);
   });
 }
 

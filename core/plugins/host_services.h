@@ -10,7 +10,7 @@
 #include <grpo/host.h>
 #include <nlohmann/json.hpp>
 
-#include "tokenizer/chat_template.h"
+#include "tokenizer/chat_prompt.h"
 #include "tokenizer/tokenizer.h"
 
 namespace grpo::plugins {

@@ -10,9 +10,17 @@
 namespace grpo::tok {
 
 // The chat family: `template_flag` (--template) when set, else detected from
-// the tokenizer's chat template. Throws ChatTemplateError naming --template
-// when neither gives one.
+// the tokenizer's chat template: a native family when one renders it
+// faithfully, else Jinja (the template itself, interpreted). Throws
+// ChatTemplateError naming --template when there is no template or the Jinja
+// engine cannot read it.
 ChatFamily chat_family_for(const Tokenizer& tokenizer, const std::string& template_flag);
+
+// render_chat for every family: Jinja renders the tokenizer's template with
+// what transformers' apply_chat_template passes it (messages, tools,
+// add_generation_prompt, enable_thinking when false, the special tokens).
+std::string render_chat(const Tokenizer& tokenizer, ChatFamily family, const std::vector<ChatMessage>& messages,
+                        const ChatOptions& options = {});
 
 // The ids of `messages` followed by the generation prompt. The rendered text
 // carries its own special tokens, so none are added.
@@ -26,7 +34,7 @@ std::vector<int32_t> encode_chat_prompt(const Tokenizer& tokenizer, ChatFamily f
 // turn's last token as sampled (special tokens kept), is left out when the
 // closing starts with it (the policy already wrote <|im_end|>). Throws
 // ChatTemplateError for a role the template does not render.
-std::string render_continuation(ChatFamily family, const std::vector<ChatMessage>& appended,
+std::string render_continuation(const Tokenizer& tokenizer, ChatFamily family, const std::vector<ChatMessage>& appended,
                                 const std::string& last_sampled, const ChatOptions& options = {});
 
 }  // namespace grpo::tok

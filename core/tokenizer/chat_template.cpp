@@ -14,7 +14,7 @@
 namespace grpo::tok {
 namespace {
 
-constexpr const char* kTemplateNames = "chatml|qwen2|qwen2_5|qwen3|llama3|llama3_1";
+constexpr const char* kTemplateNames = "chatml|qwen2|qwen2_5|qwen3|llama3|llama3_1|jinja";
 constexpr std::string_view kQwen2System = "You are a helpful assistant.";
 constexpr std::string_view kQwen2_5System =
     "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
@@ -90,8 +90,9 @@ bool is_tool_response(std::string_view s) {
 
 // --- validation --------------------------------------------------------------
 
+}  // namespace
 
-void validate(const std::vector<ChatMessage>& messages) {
+void validate_messages(const std::vector<ChatMessage>& messages) {
   if (messages.empty()) throw ChatTemplateError("cannot render a chat with no messages");
   for (size_t i = 0; i < messages.size(); ++i) {
     if (!is_chat_role(messages[i].role)) {
@@ -100,6 +101,8 @@ void validate(const std::vector<ChatMessage>& messages) {
     }
   }
 }
+
+namespace {
 
 // --- ChatML family -----------------------------------------------------------
 
@@ -301,6 +304,7 @@ ChatFamily parse_chat_family(const std::string& name) {
   if (key == "qwen3") return ChatFamily::Qwen3;
   if (key == "llama3") return ChatFamily::Llama3;
   if (key == "llama3_1" || key == "llama3_2" || key == "llama3_3") return ChatFamily::Llama3_1;
+  if (key == "jinja") return ChatFamily::Jinja;
   throw ChatTemplateError("unknown chat template \"" + name + "\": --template takes one of " +
                           kTemplateNames);
 }
@@ -313,16 +317,20 @@ const char* chat_family_name(ChatFamily family) {
     case ChatFamily::Qwen3: return "qwen3";
     case ChatFamily::Llama3: return "llama3";
     case ChatFamily::Llama3_1: return "llama3_1";
+    case ChatFamily::Jinja: return "jinja";
   }
   return "unknown";
 }
 
 bool chat_family_emits_bos(ChatFamily family) {
-  return family == ChatFamily::Llama3 || family == ChatFamily::Llama3_1;
+  // A Jinja template writes bos_token itself when the model wants it.
+  return family == ChatFamily::Llama3 || family == ChatFamily::Llama3_1 || family == ChatFamily::Jinja;
 }
 
 std::string render_chat(ChatFamily family, const std::vector<ChatMessage>& messages, const ChatOptions& options) {
-  validate(messages);
+  if (family == ChatFamily::Jinja)
+    throw std::logic_error("render_chat(ChatFamily::Jinja) needs the tokenizer's template: use chat_prompt.h's overload");
+  validate_messages(messages);
   if (!options.tools_json.empty() && family != ChatFamily::Qwen2_5 && family != ChatFamily::Qwen3)
     tools_system_turn(family, nullptr, options.tools_json);  // throws: this template has no tools section
   std::string out;
@@ -333,6 +341,7 @@ std::string render_chat(ChatFamily family, const std::vector<ChatMessage>& messa
     case ChatFamily::Qwen3: out = render_qwen3(messages, options.tools_json); break;
     case ChatFamily::Llama3: out = render_llama3(messages); break;
     case ChatFamily::Llama3_1: out = render_llama3_1(messages, options.date); break;
+    case ChatFamily::Jinja: break;
   }
   if (options.add_generation_prompt) {
     if (family == ChatFamily::Llama3 || family == ChatFamily::Llama3_1) {

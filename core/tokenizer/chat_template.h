@@ -2,17 +2,21 @@
 // model expects, exactly as transformers'
 //   tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 // renders it with the model's own Jinja template. The known families are
-// implemented natively (no Jinja engine), so a template is first mapped to
-// its family:
+// implemented natively, so a template is first mapped to its family; any other
+// template is the Jinja family, rendered by the Jinja engine (tokenizer/jinja)
+// through the overloads in chat_prompt.h, which have the tokenizer:
 //
 //   auto family = grpo::tok::detect_chat_family(tokenizer.chat_template());
 //   std::string prompt = grpo::tok::render_chat(family, grpo::tok::messages_from_json(row["messages"]));
 //   auto ids = tokenizer.encode(prompt, /*add_special_tokens=*/false);
 //
 // Only text conversations are rendered: no tool_calls fields, no images.
-// Tool schemas (ChatOptions::tools_json) are rendered for Qwen2.5 and Qwen3.
+// Tool schemas (ChatOptions::tools_json) are rendered for Qwen2.5, Qwen3 and
+// by any Jinja template that renders `tools`.
 #pragma once
 
+#include <ctime>
+#include <functional>
 #include <nlohmann/json_fwd.hpp>
 #include <stdexcept>
 #include <string>
@@ -28,6 +32,7 @@ enum class ChatFamily {
   Qwen3,     // ChatML + reasoning stripped from history, enable_thinking
   Llama3,    // Llama 3.0 headers
   Llama3_1,  // Llama 3.1 / 3.2 / 3.3: always a system block with the dates
+  Jinja,     // the tokenizer's own chat_template, interpreted (Mistral, Gemma, DeepSeek, ...)
 };
 
 struct ChatMessage {
@@ -44,6 +49,9 @@ struct ChatOptions {
   // today's date under transformers unless date_string is passed, so pass
   // the date the reference run used to reproduce it.
   std::string date = "26 Jul 2024";
+  // Jinja templates only: the local time their strftime_now() formats (Llama
+  // 3.2 prints today's date, as under transformers). Unset: the system clock.
+  std::function<std::tm()> now;
   // transformers' `tools=`: a JSON array of function schemas, described in
   // the system turn (Qwen2.5 and Qwen3 only; other families throw). Empty: none.
   std::string tools_json;
@@ -54,14 +62,15 @@ class ChatTemplateError : public ::grpo::UserError {
   using UserError::UserError;
 };
 
-// Maps a tokenizer's chat_template text to the family it implements. Throws
-// ChatTemplateError, naming --template, for a template this cannot render
-// faithfully (another model family, an unknown default system prompt,
-// reasoning handling that plain ChatML lacks).
+// Maps a tokenizer's chat_template text to the native family it implements.
+// Throws ChatTemplateError, naming --template, for a template no native family
+// renders faithfully (another model family, an unknown default system prompt,
+// reasoning handling that plain ChatML lacks): chat_family_for then takes Jinja.
 ChatFamily detect_chat_family(const std::string& template_text);
 
 // The --template names: chatml, qwen2, qwen2_5, qwen3, llama3, llama3_1
-// (dots accepted for underscores; llama3_2 and llama3_3 mean llama3_1).
+// (dots accepted for underscores; llama3_2 and llama3_3 mean llama3_1), and
+// jinja: the model's own template even where a native family would match.
 // Throws ChatTemplateError listing the valid names.
 ChatFamily parse_chat_family(const std::string& name);
 
@@ -73,9 +82,13 @@ const char* chat_family_name(ChatFamily family);
 bool chat_family_emits_bos(ChatFamily family);
 
 // Throws ChatTemplateError for an empty list or a role other than system,
-// user, assistant and tool.
+// user, assistant and tool. The Jinja family needs the tokenizer's template:
+// render it with render_chat(tokenizer, ...) of chat_prompt.h.
 std::string render_chat(ChatFamily family, const std::vector<ChatMessage>& messages,
                         const ChatOptions& options = {});
+
+// Throws ChatTemplateError for an empty list or a role is_chat_role refuses.
+void validate_messages(const std::vector<ChatMessage>& messages);
 
 // True for the roles the templates render: system, user, assistant, tool.
 bool is_chat_role(const std::string& role);

@@ -289,6 +289,9 @@ void apply_config(const json& config, const std::string& source, Tokenizer::Impl
   impl->bos = resolve("bos_token");
   impl->eos = resolve("eos_token");
   impl->pad = resolve("pad_token");
+  // Only chat templates read unk_token; a byte-level vocabulary may well lack it.
+  if (const auto unk = token_text(config, "unk_token"); unk && lookup_id(*impl, *unk) >= 0)
+    impl->unk = lookup_id(*impl, *unk);
   impl->add_bos = flag(config, "add_bos_token", false);
   impl->add_eos = flag(config, "add_eos_token", false);
   impl->clean_up_spaces = flag(config, "clean_up_tokenization_spaces", false);

@@ -117,6 +117,7 @@ size_t Tokenizer::vocab_size() const { return impl_->present.size(); }
 std::optional<int32_t> Tokenizer::bos_id() const { return impl_->bos; }
 std::optional<int32_t> Tokenizer::eos_id() const { return impl_->eos; }
 std::optional<int32_t> Tokenizer::pad_id() const { return impl_->pad; }
+std::optional<int32_t> Tokenizer::unk_id() const { return impl_->unk; }
 
 bool Tokenizer::is_special(int32_t id) const { return impl_->valid_id(id) && impl_->special[static_cast<size_t>(id)]; }
 

@@ -67,6 +67,7 @@ class Tokenizer {
   std::optional<int32_t> bos_id() const;
   std::optional<int32_t> eos_id() const;
   std::optional<int32_t> pad_id() const;
+  std::optional<int32_t> unk_id() const;
   bool is_special(int32_t id) const;
   const std::string& chat_template() const;
 

@@ -41,6 +41,7 @@ struct Tokenizer::Impl {
   std::optional<int32_t> bos;
   std::optional<int32_t> eos;
   std::optional<int32_t> pad;
+  std::optional<int32_t> unk;
   bool add_bos = false;
   bool add_eos = false;
   bool clean_up_spaces = false;

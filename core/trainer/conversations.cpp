@@ -147,7 +147,7 @@ std::optional<plugins::SampleRequest> ConversationRunner::advance(Live& c, Sampl
       c.last_ids.empty() ? "" : tokenizer_.decode_sampled({c.last_ids.back()}, /*skip_special_tokens=*/false);
   std::string appended_text;
   try {
-    appended_text = tok::render_continuation(family_, d.appended, last_sampled);
+    appended_text = tok::render_continuation(tokenizer_, family_, d.appended, last_sampled);
   } catch (const tok::ChatTemplateError&) {  // e.g. a tool message under a template that has none
     out.handler_failed = true;
     return std::nullopt;

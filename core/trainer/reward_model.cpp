@@ -78,7 +78,7 @@ std::string RewardModel::text_of(const Sample& sample) const {
   messages.push_back({"assistant", sample.text});
   tok::ChatOptions options;
   options.add_generation_prompt = false;
-  return tok::render_chat(family_, messages, options);
+  return tok::render_chat(*tokenizer_, family_, messages, options);
 }
 
 double RewardModel::score_ids(const std::vector<int32_t>& ids) {

@@ -434,13 +434,14 @@ TEST(ChatTemplateTools, TemplatesWithoutAToolsSectionRefuseTools) {
 }
 
 TEST(ChatTemplateTools, AContinuationIsWhatFollowsTheAssistantTurn) {
+  const auto tokenizer = grpo::tok::Tokenizer::from_file(GRPO_TEST_DATA_DIR "/qwen3-tokenizer.json");
   // A tool result after a turn the policy closed with <|im_end|>: the rest of the closing, the
   // tool turn, the generation prompt.
-  EXPECT_EQ(grpo::tok::render_continuation(ChatFamily::Qwen3, {{"tool", "6"}}, "<|im_end|>"),
+  EXPECT_EQ(grpo::tok::render_continuation(tokenizer, ChatFamily::Qwen3, {{"tool", "6"}}, "<|im_end|>"),
             "\n<|im_start|>user\n<tool_response>\n6\n</tool_response><|im_end|>\n<|im_start|>assistant\n");
   // A turn ended by a stop string keeps the whole closing.
-  EXPECT_EQ(grpo::tok::render_continuation(ChatFamily::ChatML, {{"user", "Sure?"}}, "</tool_call>"),
+  EXPECT_EQ(grpo::tok::render_continuation(tokenizer, ChatFamily::ChatML, {{"user", "Sure?"}}, "</tool_call>"),
             "<|im_end|>\n<|im_start|>user\nSure?<|im_end|>\n<|im_start|>assistant\n");
-  EXPECT_EQ(grpo::tok::render_continuation(ChatFamily::Llama3_1, {{"user", "Sure?"}}, "<|eot_id|>"),
+  EXPECT_EQ(grpo::tok::render_continuation(tokenizer, ChatFamily::Llama3_1, {{"user", "Sure?"}}, "<|eot_id|>"),
             "<|start_header_id|>user<|end_header_id|>\n\nSure?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
 }

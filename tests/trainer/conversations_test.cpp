@@ -95,10 +95,10 @@ TEST_F(Conversations, SampledTokensAreKeptAsSampledAndAppendedOnesCarryNoLoss) {
   // One report line per request: the first turn of both copies, then turns 2 and 3 of each conversation.
   const std::vector<json> calls = read_jsonl(dir + "/report.jsonl");
   ASSERT_EQ(calls.size(), 5u);
-  const std::string tool0 = tok::render_continuation(family, {{"tool", "result 0"}}, "<|im_end|>");
+  const std::string tool0 = tok::render_continuation(*tokenizer, family, {{"tool", "result 0"}}, "<|im_end|>");
   EXPECT_EQ(tool0, "\n<|im_start|>tool\nresult 0<|im_end|>\n<|im_start|>assistant\n");
   const std::vector<int32_t> appended0 = encode(tool0), appended1 = encode(
-      tok::render_continuation(family, {{"tool", "result 1"}}, "<|im_end|>"));
+      tok::render_continuation(*tokenizer, family, {{"tool", "result 1"}}, "<|im_end|>"));
   for (size_t k = 0; k < 2; ++k) {
     const Sample& s = out[k];
     EXPECT_EQ(s.turns, 3u);
@@ -151,7 +151,7 @@ TEST_F(Conversations, MaxTurnsEndsTheConversation) {
   const std::vector<Sample> out = run("fixture_multiturn", {2, 64, false}, {{"turns", 5}});
   for (const Sample& s : out) {
     EXPECT_EQ(s.turns, 2u);
-    EXPECT_EQ(ids_where(s, 0), encode(tok::render_continuation(family, {{"tool", "result 0"}}, "<|im_end|>")));
+    EXPECT_EQ(ids_where(s, 0), encode(tok::render_continuation(*tokenizer, family, {{"tool", "result 0"}}, "<|im_end|>")));
   }
   EXPECT_EQ(read_file(dir + "/handler.log"), "begin 0\nbegin 1\nend 0 1\nend 1 1\n");
 }

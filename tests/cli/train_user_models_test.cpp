@@ -1,9 +1,11 @@
 // grpo-host started as ms-swift users start it: a model and a Parquet dataset
 // by repository name, found in a Hugging Face or ModelScope cache laid out as
-// those libraries lay it out.
+// those libraries lay it out; a model whose chat template only Jinja renders.
 #include <filesystem>
+#include <fstream>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "cli/cli_util.h"
 #include "datasets/fake_hub.h"
@@ -69,6 +71,30 @@ TEST(TrainHub, ModelScopeCacheByDefaultAndAClearErrorWhenNeitherHasIt) {
                                   std::string("modelscope download --model Org/Missing"),
                                   std::string("huggingface-cli download Org/Missing")})
     EXPECT_NE(r.output.find(want), std::string::npos) << want << " not in:\n" << r.output;
+}
+
+}  // namespace
+
+namespace {
+
+TEST(TrainTemplates, AModelWhoseChatTemplateNoNativeFormatRendersTrainsWithItsOwnJinjaTemplate) {
+  // A Mistral Nemo chat template ([INST] ... [/INST]) on the tiny model.
+  const std::string dir = tiny_run_dir("train_jinja_template");
+  std::ifstream in(GRPO_TEST_DATA_DIR "/chat_templates/mistral_nemo.json");
+  const nlohmann::json source = nlohmann::json::parse(in);
+  std::ifstream config_in(dir + "/model/tokenizer_config.json");
+  nlohmann::json config = nlohmann::json::parse(config_in);
+  config["chat_template"] = source["chat_template"];
+  write_file(dir + "/model/tokenizer_config.json", config.dump());
+  CommandResult r = run_host("train --model " + dir + "/model --dataset " + dir + "/rows.jsonl --output_dir " + dir +
+                             "/out" + kTrainFlags);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(read_jsonl(dir + "/out/logging.jsonl").size(), 2u);
+  // --template picks a native format instead; an unknown name lists the choices, jinja among them.
+  r = run_host("train --model " + dir + "/model --dataset " + dir + "/rows.jsonl --template mistral --output_dir " +
+               dir + "/out2" + kTrainFlags);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("jinja"), std::string::npos) << r.output;
 }
 
 }  // namespace
