@@ -2,6 +2,8 @@
 
 #include <utf8proc.h>
 
+#include "tokenizer/utf8.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -15,48 +17,14 @@ namespace grpo::tok::jinja::py {
 std::u32string decode(std::string_view s) {
   std::u32string out;
   out.reserve(s.size());
-  size_t i = 0;
-  while (i < s.size()) {
-    auto c = static_cast<unsigned char>(s[i]);
-    char32_t cp = 0xFFFD;
-    size_t n = 1;
-    if (c < 0x80) {
-      cp = c;
-    } else if ((c >> 5) == 0x6 && i + 1 < s.size()) {
-      cp = ((c & 0x1Fu) << 6) | (static_cast<unsigned char>(s[i + 1]) & 0x3Fu);
-      n = 2;
-    } else if ((c >> 4) == 0xE && i + 2 < s.size()) {
-      cp = ((c & 0x0Fu) << 12) | ((static_cast<unsigned char>(s[i + 1]) & 0x3Fu) << 6) |
-           (static_cast<unsigned char>(s[i + 2]) & 0x3Fu);
-      n = 3;
-    } else if ((c >> 3) == 0x1E && i + 3 < s.size()) {
-      cp = ((c & 0x07u) << 18) | ((static_cast<unsigned char>(s[i + 1]) & 0x3Fu) << 12) |
-           ((static_cast<unsigned char>(s[i + 2]) & 0x3Fu) << 6) | (static_cast<unsigned char>(s[i + 3]) & 0x3Fu);
-      n = 4;
-    }
-    out.push_back(cp);
-    i += n;
+  for (size_t i = 0, n = 0; i < s.size(); i += n) {
+    const char32_t cp = utf8::decode(s, i, &n);
+    out.push_back(cp == utf8::kInvalid ? 0xFFFD : cp);
   }
   return out;
 }
 
-void append_utf8(std::string& out, char32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
+void append_utf8(std::string& out, char32_t cp) { utf8::append(out, cp); }
 
 std::string encode(std::u32string_view text) {
   std::string out;
@@ -65,9 +33,7 @@ std::string encode(std::u32string_view text) {
   return out;
 }
 
-bool is_ascii(std::string_view text) {
-  return std::all_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
-}
+bool is_ascii(std::string_view text) { return utf8::is_ascii(text); }
 
 int64_t length(std::string_view text) {
   int64_t n = 0;
