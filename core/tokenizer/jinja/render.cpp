@@ -2,112 +2,17 @@
 
 #include <memory>
 
+#include "tokenizer/jinja/ast_queries.h"
 #include "tokenizer/jinja/builtins.h"
 #include "tokenizer/jinja/error.h"
+#include "tokenizer/jinja/globals.h"
+#include "tokenizer/jinja/scope.h"
 
 namespace grpo::tok::jinja {
 
 namespace {
 
-struct Scope;
-using ScopePtr = std::shared_ptr<Scope>;
-
-// One level of variables; lookups fall through to the enclosing scopes.
-struct Scope {
-  explicit Scope(ScopePtr p = nullptr) : parent(std::move(p)) {}
-
-  const Value* find(const std::string& name) const {
-    for (const Scope* s = this; s; s = s->parent.get())
-      for (const auto& kv : s->vars)
-        if (kv.first == name) return &kv.second;
-    return nullptr;
-  }
-
-  void set(const std::string& name, Value v) {
-    for (auto& kv : vars) {
-      if (kv.first == name) {
-        kv.second = std::move(v);
-        return;
-      }
-    }
-    vars.emplace_back(name, std::move(v));
-  }
-
-  ScopePtr parent;
-  std::vector<std::pair<std::string, Value>> vars;
-};
-
 enum class Flow { Normal, Break, Continue };
-
-// Whether an expression or body mentions the variable `name` (jinja gives a
-// macro `varargs`, `kwargs` and `caller` only when its body uses them).
-bool mentions(const Expr* e, const std::string& name);
-bool mentions(const Body& body, const std::string& name);
-
-bool mentions_args(const ArgList& a, const std::string& name) {
-  for (const auto& p : a.positional)
-    if (mentions(p.get(), name)) return true;
-  for (const auto& k : a.keyword)
-    if (mentions(k.second.get(), name)) return true;
-  return mentions(a.star.get(), name) || mentions(a.star_star.get(), name);
-}
-
-bool mentions(const Expr* e, const std::string& name) {
-  if (!e) return false;
-  if (e->kind == Expr::Kind::Name && e->name == name) return true;
-  if (mentions(e->a.get(), name) || mentions(e->b.get(), name) || mentions(e->c.get(), name)) return true;
-  for (const auto& i : e->items)
-    if (mentions(i.get(), name)) return true;
-  return mentions_args(e->args, name);
-}
-
-bool mentions(const Body& body, const std::string& name) {
-  for (const auto& s : body) {
-    if (mentions(s->expr.get(), name) || mentions(s->cond.get(), name)) return true;
-    for (const auto& [cond, b] : s->branches)
-      if (mentions(cond.get(), name) || mentions(b, name)) return true;
-    if (mentions(s->body, name) || mentions(s->else_body, name)) return true;
-    for (const auto& p : s->params)
-      if (mentions(p.default_value.get(), name)) return true;
-    for (const auto& f : s->filters)
-      if (mentions(f.get(), name)) return true;
-    for (const auto& a : s->assignments)
-      if (mentions(a.second.get(), name)) return true;
-  }
-  return false;
-}
-
-std::string format_time(const std::string& format, const std::tm& tm) {
-  if (format.empty()) return "";
-  std::vector<char> buf(256);
-  while (true) {
-    size_t n = std::strftime(buf.data(), buf.size(), format.c_str(), &tm);
-    if (n > 0 || buf.size() > 65536) return std::string(buf.data(), n);
-    buf.resize(buf.size() * 4);
-  }
-}
-
-// dict(*args, **kwargs) as Python builds it, for dict() and namespace().
-Dict build_dict(const std::string& what, const CallArgs& args) {
-  if (args.positional.size() > 1) throw JinjaError(what + " expected at most 1 argument, got " + std::to_string(args.positional.size()));
-  Dict d;
-  if (!args.positional.empty()) {
-    const Value& src = args.positional[0];
-    if (src.is_dict()) {
-      d = src.as_dict();
-    } else if (src.is_namespace()) {
-      d = src.namespace_attrs();
-    } else {
-      for (const auto& pair : iterate(src)) {
-        ValueList kv = iterate(pair);
-        if (kv.size() != 2) throw JinjaError("dictionary update sequence element has length " + std::to_string(kv.size()) + "; 2 is required");
-        d.set(kv[0], kv[1]);
-      }
-    }
-  }
-  for (const auto& [k, v] : args.keyword) d.set(Value(k), v);
-  return d;
-}
 
 class Renderer : public std::enable_shared_from_this<Renderer> {
  public:
@@ -115,7 +20,7 @@ class Renderer : public std::enable_shared_from_this<Renderer> {
 
   std::string run(const Body& body, const nlohmann::ordered_json& context) {
     auto globals = std::make_shared<Scope>();
-    install_globals(*globals);
+    for (auto& [name, function] : global_functions(options_)) globals->set(name, std::move(function));
     auto root = std::make_shared<Scope>(globals);
     if (!context.is_null()) {
       if (!context.is_object()) throw JinjaError("the template context must be a JSON object");
@@ -128,65 +33,6 @@ class Renderer : public std::enable_shared_from_this<Renderer> {
 
  private:
   // --- Globals ----------------------------------------------------------------------
-
-  void install_globals(Scope& g) {
-    g.set("range", Value::function("range", [](const CallArgs& a) {
-      if (!a.keyword.empty()) throw JinjaError("range() takes no keyword arguments");
-      if (a.positional.empty() || a.positional.size() > 3)
-        throw JinjaError("range expected 1 to 3 arguments, got " + std::to_string(a.positional.size()));
-      for (const auto& v : a.positional)
-        if (!v.is_int() && !v.is_bool())
-          throw JinjaError("'" + v.type_name() + "' object cannot be interpreted as an integer");
-      int64_t start = 0, stop, step = 1;
-      if (a.positional.size() == 1) {
-        stop = a.positional[0].as_int();
-      } else {
-        start = a.positional[0].as_int();
-        stop = a.positional[1].as_int();
-        if (a.positional.size() == 3) step = a.positional[2].as_int();
-      }
-      if (step == 0) throw JinjaError("range() arg 3 must not be zero");
-      ValueList out;
-      for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
-        if (out.size() >= 100000)  // jinja's sandbox limit (MAX_RANGE)
-          throw JinjaError("Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
-        out.emplace_back(i);
-      }
-      return Value::sequence(std::move(out));
-    }));
-    g.set("dict", Value::function("dict", [](const CallArgs& a) { return Value::dict(build_dict("dict", a)); }));
-    g.set("namespace", Value::function("namespace", [](const CallArgs& a) {
-      return Value::make_namespace(build_dict("namespace", a));
-    }));
-    g.set("joiner", Value::function("joiner", [](const CallArgs& a) {
-      Params p("joiner()", a, {"sep"});
-      std::string sep = p.has(0) ? p.get(0).str() : ", ";
-      auto used = std::make_shared<bool>(false);
-      return Value::function("joiner", [sep, used](const CallArgs&) {
-        if (!*used) {
-          *used = true;
-          return Value("");
-        }
-        return Value(sep);
-      });
-    }));
-    g.set("raise_exception", Value::function("raise_exception", [](const CallArgs& a) -> Value {
-      Params p("raise_exception()", a, {"message"});
-      throw JinjaError(p.get(0).str(), 0, true);
-    }));
-    const RenderOptions* options = &options_;
-    g.set("strftime_now", Value::function("strftime_now", [options](const CallArgs& a) {
-      Params p("strftime_now()", a, {"format"});
-      std::tm tm{};
-      if (options->now) {
-        tm = options->now();
-      } else {
-        std::time_t t = std::time(nullptr);
-        localtime_r(&t, &tm);
-      }
-      return Value(format_time(p.get(0).str(), tm));
-    }));
-  }
 
   // --- Statements -------------------------------------------------------------------
 
