@@ -160,14 +160,15 @@ std::vector<Row> read_parquet_rows(const std::string& path, std::optional<size_t
   std::vector<Leaf> leaves;
   for (size_t child : root.children) collect_leaves(meta, child, Leaf{}, leaves);
 
+  in.clear();
+  in.seekg(0, std::ios::end);
+  const auto file_size = static_cast<int64_t>(in.tellg());
   std::vector<Row> rows;
   for (size_t g = 0; g < meta.row_groups.size() && (!limit || rows.size() < *limit); ++g) {
     const RowGroup& group = meta.row_groups[g];
     if (group.columns.size() != leaves.size())
       throw DataError(fmt::format("{}: row group {} has {} columns where the schema has {}", path, g,
                                   group.columns.size(), leaves.size()));
-    in.seekg(0, std::ios::end);
-    const auto file_size = static_cast<int64_t>(in.tellg());
     for (size_t c = 0; c < group.columns.size(); ++c) {
       const ColumnChunk& chunk = group.columns[c];
       // Every record has at least one entry in every column.
