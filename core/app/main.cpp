@@ -1,9 +1,11 @@
 // grpo-host: the command-line entry point. Each subcommand lives in its own file.
+#include <csignal>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include <grpo/version.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "app/evaluate_command.h"
@@ -73,6 +75,11 @@ bool is_input_error(const std::exception& e) { return dynamic_cast<const grpo::U
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Logs and errors on stderr, as Python's logging writes them; stdout keeps
+  // what a command produces (metric lines, generated text, JSON).
+  spdlog::set_default_logger(spdlog::stderr_color_mt("grpo-host"));
+  // A file size limit (ulimit -f) makes writes fail with EFBIG, reported like a full disk, instead of killing us.
+  std::signal(SIGXFSZ, SIG_IGN);
   std::vector<std::string> args(argv + 1, argv + argc);
   std::string command = "train";
   if (!args.empty() && args[0].rfind("--", 0) != 0) {

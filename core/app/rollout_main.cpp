@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -13,6 +14,7 @@
 
 #include <fmt/format.h>
 #include <grpo/version.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "hub/hub_cache.h"
@@ -33,9 +35,13 @@ Serves a model over HTTP with the rollout protocol of `trl vllm-serve` and `swif
   --use_hf true|false      look ORG/NAME up in the Hugging Face cache first (default false: ModelScope's)
   --host ADDR              address to listen on (default 127.0.0.1; weights can be replaced by any client)
   --port N                 port (default 8000; 0 = any free port, printed at startup)
-  --api_key KEY            require 'Authorization: Bearer KEY' on every endpoint
+  --api_key_file FILE      require 'Authorization: Bearer KEY' on every endpoint, KEY being the file's first
+                           line (or the environment variable GRPO_ROLLOUT_API_KEY); --api_key KEY also works,
+                           but shows the key to every user of the machine (ps)
   --max_body_bytes N       largest request body (default 67108864); larger ones get 413
   --max_prompt_tokens N    longest prompt (default: the model's max_position_embeddings); longer ones get 422
+  --max_n N                most completions per prompt in one call (default 256); more get 422. Completions
+                           never grow past the model's max_position_embeddings, whatever max_tokens asks
   --torch_dtype T          float32 (default), bfloat16 or float16
   --num_threads N          CPU threads for the engine (default: every core)
   --comm_timeout_s S       timeout of each weight-transfer step (default 300)
@@ -48,7 +54,7 @@ using Flags = std::map<std::string, std::string>;
 Flags parse_flags(int argc, char** argv) {
   static const char* kKnown[] = {"model", "host", "port", "api_key", "max_body_bytes", "max_prompt_tokens",
                                  "torch_dtype", "num_threads", "comm_timeout_s", "batch_wait_ms", "model_revision",
-                                 "use_hf"};
+                                 "use_hf", "api_key_file", "max_n"};
   Flags flags;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -85,6 +91,28 @@ int64_t int_flag(const Flags& flags, const std::string& name, int64_t fallback, 
   throw std::invalid_argument(fmt::format("--{} must be an integer >= {}, got '{}'", name, min, it->second));
 }
 
+// --api_key, else --api_key_file's first line, else $GRPO_ROLLOUT_API_KEY; "" for none.
+std::string api_key(const Flags& flags) {
+  if (flags.count("api_key") && flags.count("api_key_file"))
+    throw std::invalid_argument("--api_key and --api_key_file are exclusive: give one");
+  if (auto it = flags.find("api_key"); it != flags.end()) return it->second;
+  if (auto it = flags.find("api_key_file"); it != flags.end()) {
+    std::ifstream in(it->second);
+    std::string key;
+    if (!in || !std::getline(in, key))
+      throw std::invalid_argument(fmt::format("--api_key_file {}: cannot read a key from it", it->second));
+    while (!key.empty() && (key.back() == '\r' || key.back() == ' ')) key.pop_back();
+    if (key.empty()) throw std::invalid_argument(fmt::format("--api_key_file {}: its first line is empty", it->second));
+    return key;
+  }
+  const char* env = std::getenv("GRPO_ROLLOUT_API_KEY");
+  return env ? env : "";
+}
+
+bool is_loopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
 grpo::rollout::ServerOptions server_options(const Flags& flags) {
   grpo::rollout::ServerOptions o;
   auto get = [&](const std::string& name, const std::string& fallback) {
@@ -99,9 +127,10 @@ grpo::rollout::ServerOptions server_options(const Flags& flags) {
   o.host = get("host", o.host);
   o.port = static_cast<int>(int_flag(flags, "port", o.port, 0));
   if (o.port > 65535) throw std::invalid_argument("--port must be in 0..65535");
-  o.api_key = get("api_key", "");
+  o.api_key = api_key(flags);
   o.max_body_bytes = static_cast<size_t>(int_flag(flags, "max_body_bytes", static_cast<int64_t>(o.max_body_bytes), 1));
   o.max_prompt_tokens = int_flag(flags, "max_prompt_tokens", 0, 1);
+  o.max_n = int_flag(flags, "max_n", o.max_n, 1);
   o.dtype = grpo::model::weight_dtype_from_name(get("torch_dtype", "float32"), "--torch_dtype");
   o.num_threads = static_cast<int>(int_flag(flags, "num_threads", 0, 0));
   o.comm_timeout = std::chrono::seconds(int_flag(flags, "comm_timeout_s", 300, 1));
@@ -112,6 +141,7 @@ grpo::rollout::ServerOptions server_options(const Flags& flags) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  spdlog::set_default_logger(spdlog::stderr_color_mt("grpo-rollout"));  // stdout stays free for what a user pipes
   // Block the stop signals in every thread (threads inherit the mask), so
   // one thread below receives them with sigwait and stops the server in order.
   sigset_t stop_signals;
@@ -136,6 +166,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "grpo-rollout: %s\n", e.what());
     return 2;
   }
+  if (!is_loopback(options.host) && options.api_key.empty())
+    spdlog::warn("listening on {} without an API key: any client that reaches this port can generate and replace the "
+                 "model's weights (/update_named_param/); set --api_key_file FILE or GRPO_ROLLOUT_API_KEY",
+                 options.host);
   try {
     grpo::rollout::RolloutServer server(options);
     const int port = server.bind();

@@ -162,6 +162,27 @@ json Config::to_json() const {
   return out;
 }
 
+namespace {
+
+// A key that holds a secret: args.yaml is kept with the run and shared.
+bool is_secret_key(std::string_view key) {
+  constexpr std::string_view suffix = "api_key";
+  return key == "token" || key == "hf_token" || key == "password" ||
+         (key.size() >= suffix.size() && key.substr(key.size() - suffix.size()) == suffix);
+}
+
+// `value` with every secret (at any depth of a map) written as null: a run
+// loaded from args.yaml then takes the key from its other source (the
+// sampler reads GRPO_ROLLOUT_API_KEY).
+json without_secrets(json value, int depth = 0) {
+  if (!value.is_object() || depth > 16) return value;
+  for (auto it = value.begin(); it != value.end(); ++it)
+    it.value() = is_secret_key(it.key()) ? json() : without_secrets(it.value(), depth + 1);
+  return value;
+}
+
+}  // namespace
+
 std::string Config::to_yaml() const {
   std::ostringstream out;
   out << "# Resolved configuration of a grpo-host run (world size " << world_size_ << ").\n"
@@ -181,7 +202,7 @@ std::string Config::to_yaml() const {
       out << spec.name << ": null  # resolved to " << detail::render(e.value) << ", " << e.origin << "\n";
       continue;
     }
-    out << spec.name << ": " << detail::render(e.value);
+    out << spec.name << ": " << detail::render(without_secrets(e.value));
     if (e.derived) out << "  # " << e.origin;
     out << "\n";
   }
@@ -189,7 +210,8 @@ std::string Config::to_yaml() const {
     out << "\n# ---- Plugin options (checked against the plugins that published them) ----\n";
     for (const auto& [name, flag] : plugin_flags_) {
       nlohmann::json words(flag.words);
-      out << name << ": " << (flag.words.size() == 1 ? words[0].dump() : words.dump()) << "  # " << flag.where << "\n";
+      if (is_secret_key(name)) words = json::array({nullptr});  // not written (see without_secrets)
+      out << name << ": " << (words.size() == 1 ? words[0].dump() : words.dump()) << "  # " << flag.where << "\n";
     }
   }
   return out.str();

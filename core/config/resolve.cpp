@@ -128,6 +128,10 @@ class Resolver {
                   "reward_weights");
   }
 
+  // Far past what any machine samples at once, and small enough that products
+  // and round-ups of batch sizes cannot overflow int64.
+  static constexpr int64_t kMaxBatchCompletions = int64_t(1) << 31;
+
   static int64_t round_up(int64_t v, int64_t step) { return (v + step - 1) / step * step; }
 
   // A divisor of `total` near `g` (at least 2, at most 2g), or 0 when there is none.
@@ -159,11 +163,38 @@ class Resolver {
     const int64_t world = config_.world_size();
     const int64_t pbs = integer("per_device_train_batch_size");
     const int64_t g = integer("num_generations");
+    // Every product below is of these sizes; checked once here, so none of them wraps.
+    const int64_t spg_or_1 = given("generation_batch_size")
+                                 ? 1
+                                 : integer(given("steps_per_generation") ? "steps_per_generation"
+                                                                         : "gradient_accumulation_steps");
+    for (const char* flag : {"per_device_train_batch_size", "per_device_eval_batch_size"}) {
+      const int64_t per_device = integer(flag);
+      int64_t total = 0;
+      const bool wraps = __builtin_mul_overflow(per_device, world, &total) ||
+                         __builtin_mul_overflow(total, std::string(flag) == "per_device_train_batch_size" ? spg_or_1 : 1,
+                                                &total);
+      if (wraps || total > kMaxBatchCompletions || g > kMaxBatchCompletions) {
+        problems_.add(shown(flag) + " x " + "world size " + std::to_string(world) +
+                          (spg_or_1 > 1 ? " x steps_per_generation " + std::to_string(spg_or_1) : "") +
+                          " (and num_generations " + std::to_string(g) + ") must stay under " +
+                          std::to_string(kMaxBatchCompletions) +
+                          " completions per batch; these sizes count completions, not bytes or tokens",
+                      flag);
+        return;
+      }
+    }
     const int64_t micro = pbs * world;  // completions per micro-batch over all processes
     const std::string world_text = "world size " + std::to_string(world);
 
     if (given("generation_batch_size")) {
       const int64_t gbs = integer("generation_batch_size");
+      if (gbs > kMaxBatchCompletions) {
+        problems_.add(shown("generation_batch_size") + " must stay under " + std::to_string(kMaxBatchCompletions) +
+                          " completions",
+                      "generation_batch_size");
+        return;
+      }
       const int64_t step = std::lcm(micro, g);
       if (gbs % micro != 0) {
         if (!check) {

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <map>
 
+#include <yaml-cpp/depthguard.h>
+
 namespace grpo::config::detail {
 namespace {
 
@@ -38,6 +40,10 @@ YAML::Node load(const std::string& path, Problems& problems) {
     return YAML::LoadFile(path);
   } catch (const YAML::BadFile&) {
     problems.add("config file '" + path + "' cannot be read; check its permissions");
+  } catch (const YAML::DeepRecursion& e) {  // its own message says "bad file"
+    problems.add(path + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
+                 ": YAML nested " + std::to_string(e.depth()) +
+                 " levels deep, past what the YAML parser accepts; a config file needs a few levels at most");
   } catch (const YAML::ParserException& e) {
     problems.add(path + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
                  ": malformed YAML: " + e.msg);

@@ -2,6 +2,8 @@
 
 #include <fstream>
 
+#include "util/json_input.h"
+
 namespace grpo::config {
 
 using nlohmann::json;
@@ -28,9 +30,9 @@ std::string finish_deepspeed(json& v) {
   if (!in) return "cannot open the DeepSpeed config " + given;
   json config;
   try {
-    config = json::parse(in);
-  } catch (const std::exception& e) {
-    return "the DeepSpeed config " + given + " is not valid JSON: " + e.what();
+    config = util::parse_json_file(given);
+  } catch (const util::JsonInputError& e) {
+    return std::string("the DeepSpeed config is not usable: ") + e.what();
   }
   const json zero = config.value("zero_optimization", json::object());
   if (!zero.is_object()) return given + ": zero_optimization is not an object";

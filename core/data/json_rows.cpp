@@ -5,16 +5,9 @@
 #include <fmt/format.h>
 
 #include "data/file_rows.h"
+#include "util/json_input.h"
 
 namespace grpo::data {
-namespace {
-
-size_t line_of_byte(const std::string& text, size_t byte) {
-  byte = std::min(byte, text.size());
-  return 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(byte), '\n'));
-}
-
-}  // namespace
 
 std::string read_whole_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -35,9 +28,11 @@ std::vector<Row> read_jsonl_text(const std::string& path, const std::string& tex
     std::string_view line(text.data() + start, end - start);
     start = end + 1;
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    nlohmann::json row = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (row.is_discarded()) {
-      bad.handle(fmt::format("{}:{}: malformed JSON line; each line must be one JSON object", path, line_no));
+    nlohmann::json row;
+    try {
+      row = util::parse_json(line, fmt::format("{}:{}", path, line_no));
+    } catch (const util::JsonInputError& e) {
+      bad.handle(fmt::format("{}; each line must be one JSON object", e.what()));
       continue;
     }
     if (!row.is_object()) {
@@ -57,9 +52,9 @@ std::vector<Row> read_json_rows(const std::string& path, std::optional<size_t> l
 
   nlohmann::json array;
   try {
-    array = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw DataError(fmt::format("{}:{}: malformed JSON array: {}", path, line_of_byte(text, e.byte), e.what()));
+    array = util::parse_json(text, path, /*is_file=*/true);
+  } catch (const util::JsonInputError& e) {
+    throw DataError(e.what());
   }
   std::vector<Row> rows;
   for (size_t i = 0; i < array.size() && (!limit || rows.size() < *limit); ++i) {

@@ -4,11 +4,15 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
+
+#include "util/json_input.h"
 
 namespace grpo::model {
 namespace {
@@ -42,6 +46,8 @@ std::string unsupported_format_hint(const fs::path& dir) {
   return "";
 }
 
+}  // namespace
+
 void write_text_atomically(const std::string& path, const std::string& text) {
   static std::atomic<uint64_t> counter{0};
   const std::string tmp_path = fmt::format("{}.tmp.{}.{}", path, ::getpid(), counter++);
@@ -50,9 +56,10 @@ void write_text_atomically(const std::string& path, const std::string& text) {
     out << text;
     out.flush();
     if (!out) {
+      const int err = errno;
       std::error_code ec;
       fs::remove(tmp_path, ec);
-      throw CheckpointError(fmt::format("{}: cannot write", path));
+      throw CheckpointError(fmt::format("{}: cannot write: {}", path, std::strerror(err)));
     }
   }
   std::error_code ec;
@@ -62,8 +69,6 @@ void write_text_atomically(const std::string& path, const std::string& text) {
     throw CheckpointError(fmt::format("{}: cannot write: {}", path, ec.message()));
   }
 }
-
-}  // namespace
 
 CheckpointFiles CheckpointFiles::open(const std::string& dir) {
   const fs::path root(dir);
@@ -90,10 +95,9 @@ CheckpointFiles CheckpointFiles::open(const std::string& dir) {
   const std::string index_name = index_path.string();
   json index;
   try {
-    std::ifstream in(index_path);
-    index = json::parse(in);
-  } catch (const json::exception& e) {
-    throw CheckpointError(fmt::format("{}: not valid JSON: {}", index_name, e.what()));
+    index = util::parse_json_file(index_name);
+  } catch (const util::JsonInputError& e) {
+    throw CheckpointError(e.what());
   }
   if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object()) {
     throw CheckpointError(fmt::format("{}: \"weight_map\" is missing or not an object", index_name));

@@ -65,4 +65,8 @@ class CheckpointFiles {
 void write_sharded(const std::string& dir, const std::vector<TensorView>& tensors, size_t max_shard_bytes,
                    const std::map<std::string, std::string>& metadata = {{"format", "pt"}});
 
+// Writes `text` to a temporary beside `path`, then renames it over `path`.
+// Throws CheckpointError naming `path` when the write fails (a full disk).
+void write_text_atomically(const std::string& path, const std::string& text);
+
 }  // namespace grpo::model

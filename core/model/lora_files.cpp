@@ -12,6 +12,7 @@
 
 #include "model/safetensors.h"
 #include "model/weights.h"
+#include "util/json_input.h"
 
 namespace grpo::model {
 
@@ -31,9 +32,9 @@ json read_json(const fs::path& path) {
   std::ifstream in(path);
   if (!in) fail(path, "cannot open (is this a PEFT adapter directory?)");
   try {
-    return json::parse(in);
-  } catch (const json::exception& e) {
-    fail(path, std::string("not valid JSON: ") + e.what());
+    return util::parse_json_file(path.string());
+  } catch (const util::JsonInputError& e) {
+    throw AdapterFileError(e.what());
   }
 }
 

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "util/json_input.h"
+
 namespace grpo::model {
 namespace {
 
@@ -184,9 +186,9 @@ ModelConfig ModelConfig::load(const std::string& config_json_path) {
   if (!in) throw ModelConfigError(fmt::format("{}: cannot open the model config", config_json_path));
   json config;
   try {
-    config = json::parse(in);
-  } catch (const json::exception& e) {
-    throw ModelConfigError(fmt::format("{}: not valid JSON: {}", config_json_path, e.what()));
+    config = util::parse_json_file(config_json_path);
+  } catch (const util::JsonInputError& e) {
+    throw ModelConfigError(e.what());
   }
   return from_json(config, config_json_path);
 }

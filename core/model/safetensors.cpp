@@ -16,6 +16,8 @@
 #include <set>
 #include <utility>
 
+#include "util/json_input.h"
+
 namespace grpo::model {
 namespace {
 
@@ -85,12 +87,12 @@ std::vector<int64_t> parse_shape(const std::string& path, const std::string& nam
   if (it == entry.end() || !it->is_array()) fail_tensor(path, name, "\"shape\" is missing or not a list");
   std::vector<int64_t> shape;
   for (const json& dim : *it) {
-    if (!dim.is_number_integer()) fail_tensor(path, name, fmt::format("shape {} holds a non-integer", it->dump()));
+    if (!dim.is_number_integer()) fail_tensor(path, name, fmt::format("shape {} holds a non-integer", util::json_excerpt(*it)));
     if (dim.is_number_unsigned() && dim.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
-      fail_tensor(path, name, fmt::format("shape {} has a dimension too large", it->dump()));
+      fail_tensor(path, name, fmt::format("shape {} has a dimension too large", util::json_excerpt(*it)));
     }
     shape.push_back(dim.get<int64_t>());
-    if (shape.back() < 0) fail_tensor(path, name, fmt::format("shape {} has a negative dimension", it->dump()));
+    if (shape.back() < 0) fail_tensor(path, name, fmt::format("shape {} has a negative dimension", util::json_excerpt(*it)));
   }
   return shape;
 }
@@ -103,7 +105,7 @@ std::pair<uint64_t, uint64_t> parse_offsets(const std::string& path, const std::
     fail_tensor(
         path, name,
         fmt::format("\"data_offsets\" must be [begin, end], two non-negative integers with begin <= end; got {}",
-                    it == entry.end() ? std::string("nothing") : it->dump()));
+                    it == entry.end() ? std::string("nothing") : util::json_excerpt(*it)));
   }
   return {(*it)[0].get<uint64_t>(), (*it)[1].get<uint64_t>()};
 }
@@ -202,9 +204,9 @@ std::shared_ptr<const SafetensorsFile> SafetensorsFile::open(const std::string& 
   const char* header_begin = reinterpret_cast<const char*>(bytes + 8);
   json header;
   try {
-    header = json::parse(header_begin, header_begin + header_bytes);
-  } catch (const json::exception& e) {
-    fail(path, fmt::format("header is not valid JSON: {}", e.what()));
+    header = util::parse_json(std::string_view(header_begin, header_bytes), "header");
+  } catch (const util::JsonInputError& e) {
+    fail(path, e.what());
   }
   if (!header.is_object()) fail(path, "header is not a JSON object");
 

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/json_input.h"
+
 namespace grpo::model {
 
 namespace {
@@ -19,7 +21,9 @@ std::vector<int64_t> generation_eos_ids(const std::string& model_dir) {
   const std::filesystem::path path = std::filesystem::path(model_dir) / "generation_config.json";
   std::ifstream in(path);
   if (!in) return {};
-  const nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  std::ostringstream text;
+  text << in.rdbuf();
+  const nlohmann::json doc = util::try_parse_json(text.str());
   if (!doc.is_object())
     throw ModelConfigError(path.string() + " is not a JSON object: fix or remove it (it is read for eos_token_id)");
   const auto it = doc.find("eos_token_id");

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "model/checkpoint_files.h"
 #include "model/lora.h"
 
 namespace grpo::model {
@@ -150,9 +151,7 @@ void save_model_tensors(const ModelConfig& config, const std::vector<std::pair<s
   write_sharded(dir, views, max_shard_bytes);
   nlohmann::json json = config.to_json();
   if (!keep.empty()) json["torch_dtype"] = torch_dtype_name(keep[0].scalar_type());
-  const std::string tmp = (fs::path(dir) / "config.json.tmp").string();
-  std::ofstream(tmp) << json.dump(2) << "\n";
-  fs::rename(tmp, fs::path(dir) / "config.json");
+  write_text_atomically((fs::path(dir) / "config.json").string(), json.dump(2) + "\n");
   if (!tokenizer_dir.empty()) copy_tokenizer_files(tokenizer_dir, dir);
 }
 

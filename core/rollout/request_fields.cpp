@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "util/json_input.h"
+
 namespace grpo::rollout {
 
 using nlohmann::json;
@@ -35,7 +37,7 @@ std::optional<int64_t> read_int(const json& obj, const std::string& key, const s
   if (v->is_number_float() && v->get<double>() == static_cast<double>(static_cast<int64_t>(v->get<double>())))
     return static_cast<int64_t>(v->get<double>());
   if (!v->is_number_integer())
-    throw RequestError(field_path(parent, key), fmt::format("expected an integer, got {}", v->dump()));
+    throw RequestError(field_path(parent, key), fmt::format("expected an integer, got {}", util::json_excerpt(*v)));
   if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
     throw RequestError(field_path(parent, key), "integer out of range");
   return v->get<int64_t>();
@@ -44,14 +46,14 @@ std::optional<int64_t> read_int(const json& obj, const std::string& key, const s
 std::optional<double> read_number(const json& obj, const std::string& key, const std::string& parent) {
   const json* v = find(obj, key);
   if (!v) return std::nullopt;
-  if (!v->is_number()) throw RequestError(field_path(parent, key), fmt::format("expected a number, got {}", v->dump()));
+  if (!v->is_number()) throw RequestError(field_path(parent, key), fmt::format("expected a number, got {}", util::json_excerpt(*v)));
   return v->get<double>();
 }
 
 std::optional<bool> read_bool(const json& obj, const std::string& key, const std::string& parent) {
   const json* v = find(obj, key);
   if (!v) return std::nullopt;
-  if (!v->is_boolean()) throw RequestError(field_path(parent, key), fmt::format("expected true or false, got {}", v->dump()));
+  if (!v->is_boolean()) throw RequestError(field_path(parent, key), fmt::format("expected true or false, got {}", util::json_excerpt(*v)));
   return v->get<bool>();
 }
 
@@ -110,6 +112,9 @@ void read_sampling_fields(const json& obj, const std::string& parent, bool exten
 GenerationJob make_job(const SamplingFields& f, std::vector<std::vector<int32_t>> prompts,
                        const std::vector<std::string>& prompt_paths, const PromptContext& ctx, SeedSource& seeds) {
   if (f.n < 1) throw RequestError("n", fmt::format("must be >= 1, got {}", f.n));
+  if (f.n > ctx.max_n)
+    throw RequestError("n", fmt::format("{} completions per prompt, over the server's limit of {} (--max_n)", f.n,
+                                        ctx.max_n));
   if (!(f.repetition_penalty > 0)) throw RequestError("repetition_penalty", "must be > 0");
   if (!(f.temperature >= 0)) throw RequestError("temperature", "must be >= 0 (0 = greedy)");
   if (!(f.top_p > 0 && f.top_p <= 1)) throw RequestError("top_p", "must be in (0, 1]");
@@ -150,8 +155,9 @@ GenerationJob make_job(const SamplingFields& f, std::vector<std::vector<int32_t>
   sp.top_p = f.top_p;
   sp.min_p = f.min_p;
   sp.repetition_penalty = f.repetition_penalty;
+  // As vLLM's engine: no sequence grows past the model's context, whatever max_tokens asks.
   const int64_t room = std::max<int64_t>(ctx.max_position_embeddings - static_cast<int64_t>(longest), 0);
-  sp.max_new_tokens = f.max_tokens ? *f.max_tokens : room;
+  sp.max_new_tokens = f.max_tokens ? std::min(*f.max_tokens, room) : room;
   sp.stop_strings = f.stop;
   sp.top_logprobs = std::max<int64_t>(f.logprobs, 0);
   job.logprobs = f.logprobs;

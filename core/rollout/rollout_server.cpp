@@ -16,6 +16,7 @@
 #include "rollout/weight_receiver.h"
 #include "tokenizer/chat_prompt.h"
 #include "tokenizer/tokenizer.h"
+#include "util/json_input.h"
 
 namespace grpo::rollout {
 
@@ -25,7 +26,8 @@ namespace {
 
 void reply(httplib::Response& res, int status, const json& body) {
   res.status = status;
-  res.set_content(body.dump(), "application/json");
+  // Text decoded from sampled ids may end inside a UTF-8 sequence: replaced (U+FFFD), never a failed reply.
+  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
 }
 
 void reply_error(httplib::Response& res, int status, const std::string& error, const std::string& field = "") {
@@ -54,6 +56,7 @@ RolloutServer::RolloutServer(ServerOptions options) : options_(std::move(options
   prompt_context_.eos_ids = model::stop_token_ids(*tokenizer_, config, options_.model_dir);
   prompt_context_.vocab_size = config.vocab_size;
   prompt_context_.max_position_embeddings = config.max_position_embeddings;
+  prompt_context_.max_n = options_.max_n;
   prompt_context_.max_prompt_tokens =
       options_.max_prompt_tokens > 0 ? options_.max_prompt_tokens : config.max_position_embeddings;
 
@@ -69,11 +72,19 @@ RolloutServer::RolloutServer(ServerOptions options) : options_(std::move(options
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   http_->set_payload_max_length(options_.max_body_bytes);
   const std::string api_key = options_.api_key;
+  // Runs once the headers are in, before any body is read.
   http_->set_pre_routing_handler([api_key](const httplib::Request& req, httplib::Response& res) {
-    if (api_key.empty() || req.get_header_value("Authorization") == "Bearer " + api_key)
-      return httplib::Server::HandlerResponse::Unhandled;
-    reply_error(res, 401, "missing or wrong API key: send the header 'Authorization: Bearer <key>' given to --api_key");
-    return httplib::Server::HandlerResponse::Handled;
+    if (!api_key.empty() && req.get_header_value("Authorization") != "Bearer " + api_key) {
+      reply_error(res, 401, "missing or wrong API key: send the header 'Authorization: Bearer <key>' (the server's key)");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    // A chunked body announces no length, so --max_body_bytes could not refuse it before reading it all.
+    if (req.get_header_value("Transfer-Encoding").find("chunked") != std::string::npos) {
+      reply_error(res, 411, "chunked request bodies are not accepted: send the body with a Content-Length", "body");
+      res.set_header("Connection", "close");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
   });
   // Statuses httplib sets itself (404, 413, 400 for a broken request line) get a JSON body too.
   const size_t max_body = options_.max_body_bytes;
@@ -90,8 +101,16 @@ RolloutServer::RolloutServer(ServerOptions options) : options_(std::move(options
       reply_error(res, res.status, fmt::format("the request was refused with HTTP {}", res.status));
     return httplib::Server::HandlerResponse::Handled;
   }));
-  http_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-    reply_error(res, 500, "internal error while handling the request");
+  http_->set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr error) {
+    std::string what = "unknown";
+    try {
+      if (error) std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    spdlog::error("{} {}: {}", req.method, req.path, what);
+    reply_error(res, 500, "internal error while handling the request: " + what);
   });
   add_generation_routes();
   add_weight_routes();
@@ -112,10 +131,10 @@ void run_handler(const std::function<json(const json&)>& handler, const httplib:
                  httplib::Response& res, bool has_body) {
   try {
     json body = json::object();
-    if (has_body && !req.body.empty()) body = json::parse(req.body);
+    if (has_body && !req.body.empty()) body = util::parse_json(req.body, "the request body");
     reply(res, 200, handler(body));
-  } catch (const json::parse_error& e) {
-    reply_error(res, 422, fmt::format("malformed JSON: {}", e.what()), "body");
+  } catch (const util::JsonInputError& e) {
+    reply_error(res, 422, e.what(), "body");
   } catch (const RequestError& e) {
     reply_error(res, 422, e.what(), e.field());
   } catch (const json::type_error& e) {

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "util/json_input.h"
+
 namespace grpo::tok {
 
 std::string python_json_string(std::string_view s) {
@@ -103,9 +105,9 @@ std::string tools_system_turn(ChatFamily family, const std::string* system, cons
                             "or qwen3 (or a model whose template is one of them)");
   nlohmann::ordered_json tools;
   try {
-    tools = nlohmann::ordered_json::parse(tools_json);
-  } catch (const std::exception& e) {
-    throw ChatTemplateError(std::string("the tool schemas are not valid JSON: ") + e.what());
+    tools = util::parse_json<nlohmann::ordered_json>(tools_json, "the tool schemas");
+  } catch (const util::JsonInputError& e) {
+    throw ChatTemplateError(e.what());
   }
   if (!tools.is_array()) throw ChatTemplateError("the tool schemas must be a JSON array of objects");
   std::string out = "<|im_start|>system\n";

@@ -9,6 +9,7 @@
 #include "tokenizer/byte_level.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_impl.h"
+#include "util/json_input.h"
 
 namespace grpo::tok {
 namespace {
@@ -29,9 +30,9 @@ std::string read_file(const std::string& path, const char* what) {
 json parse_json(const std::string& path, const char* what) {
   const std::string text = read_file(path, what);
   try {
-    return json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw TokenizerError(std::string("invalid JSON in ") + what + " '" + path + "': " + e.what());
+    return util::parse_json(text, path, /*is_file=*/true);
+  } catch (const util::JsonInputError& e) {
+    throw TokenizerError(std::string(what) + " " + e.what());
   }
 }
 

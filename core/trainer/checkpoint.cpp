@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "model/checkpoint_files.h"
 #include "model/lora_files.h"
 #include "model/weights.h"
 
@@ -44,37 +47,82 @@ void set_learning_rate(torch::optim::AdamW& optimizer, double lr) {
   for (auto& group : optimizer.param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
 }
 
+namespace {
+
+// The step of a folder named checkpoint-<digits>; nullopt for any other name
+// (checkpoint-best, checkpoint-12.bak), which save_total_limit leaves alone.
+std::optional<int64_t> checkpoint_step(const std::string& name) {
+  constexpr std::string_view prefix = "checkpoint-";
+  if (name.size() <= prefix.size() || name.size() > prefix.size() + 18 || name.rfind(prefix, 0) != 0)
+    return std::nullopt;
+  const std::string digits = name.substr(prefix.size());
+  if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) return std::nullopt;
+  return std::stoll(digits);
+}
+
+std::string free_space(const fs::path& dir) {
+  std::error_code ec;
+  const fs::space_info space = fs::space(dir, ec);
+  return ec ? "unknown" : fmt::format("{:.1f} MiB", static_cast<double>(space.available) / (1 << 20));
+}
+
+void remove_older_checkpoints(const fs::path& output_dir, int64_t limit) {
+  std::vector<std::pair<int64_t, fs::path>> existing;
+  for (const auto& e : fs::directory_iterator(output_dir))
+    if (auto step = checkpoint_step(e.path().filename().string()); step && e.is_directory())
+      existing.emplace_back(*step, e.path());
+  std::sort(existing.begin(), existing.end());
+  const auto keep = static_cast<size_t>(std::max<int64_t>(1, limit));
+  for (size_t i = 0; i + keep < existing.size(); ++i) fs::remove_all(existing[i].second);
+}
+
+}  // namespace
+
 std::string save_checkpoint(model::CausalLMImpl& model, const CheckpointSettings& settings, int64_t step,
                             const std::string& tokenizer_dir, const nlohmann::json& state,
                             const std::function<void(const std::string& tmp_dir)>& extra) {
   const fs::path output_dir = settings.output_dir;
   const fs::path final_dir = output_dir / fmt::format("checkpoint-{}", step);
   const fs::path tmp = output_dir / fmt::format(".checkpoint-{}.tmp", step);
-  fs::remove_all(tmp);
-  if (model::has_adapters(model)) {
-    model::save_peft_adapter(model, settings.lora_options, tmp.string(), settings.base_model);
-    model::copy_tokenizer_files(tokenizer_dir, tmp.string());
-    if (settings.merge_lora) model::save_merged_model(model, (tmp / "merged").string(), tokenizer_dir);
-  } else {
-    model::save_model(model, tmp.string(), tokenizer_dir);
+  try {
+    fs::remove_all(tmp);
+    if (model::has_adapters(model)) {
+      model::save_peft_adapter(model, settings.lora_options, tmp.string(), settings.base_model);
+      model::copy_tokenizer_files(tokenizer_dir, tmp.string());
+      if (settings.merge_lora) model::save_merged_model(model, (tmp / "merged").string(), tokenizer_dir);
+    } else {
+      model::save_model(model, tmp.string(), tokenizer_dir);
+    }
+    model::write_text_atomically((tmp / "trainer_state.json").string(), state.dump(2) + "\n");
+    if (extra) extra(tmp.string());  // LibTorch's writers report a full disk as "unexpected pos"
+  } catch (const std::exception& e) {
+    std::error_code ec;
+    fs::remove_all(tmp, ec);  // a partial checkpoint only takes space
+    throw CheckpointWriteError(fmt::format(
+        "cannot write {}: {} ({} free on that disk; is it full?). The checkpoints saved before are intact; free "
+        "space or choose another --output_dir, then continue with --resume_from_checkpoint on the newest",
+        final_dir.string(), e.what(), free_space(output_dir)));
   }
-  std::ofstream(tmp / "trainer_state.json") << state.dump(2) << "\n";
-  if (extra) extra(tmp.string());
   fs::remove_all(final_dir);
   fs::rename(tmp, final_dir);  // a crash never leaves half a checkpoint under the final name
-  if (settings.save_total_limit) {
-    std::vector<std::pair<int64_t, fs::path>> existing;
-    for (const auto& e : fs::directory_iterator(output_dir)) {
-      const std::string name = e.path().filename().string();
-      if (e.is_directory() && name.rfind("checkpoint-", 0) == 0)
-        existing.emplace_back(std::stoll(name.substr(11)), e.path());
-    }
-    std::sort(existing.begin(), existing.end());
-    const auto keep = static_cast<size_t>(std::max<int64_t>(1, *settings.save_total_limit));
-    for (size_t i = 0; i + keep < existing.size(); ++i) fs::remove_all(existing[i].second);
-  }
+  if (settings.save_total_limit) remove_older_checkpoints(output_dir, *settings.save_total_limit);
   spdlog::info("saved {}", final_dir.string());
   return final_dir.string();
+}
+
+size_t remove_unfinished_checkpoints(const std::string& output_dir) {
+  size_t removed = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(output_dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(".checkpoint-", 0) != 0 || name.size() < 17 || name.compare(name.size() - 4, 4, ".tmp") != 0)
+      continue;
+    spdlog::warn("removing {}: a checkpoint whose save was interrupted (the process was killed while writing it)",
+                 e.path().string());
+    fs::remove_all(e.path(), ec);
+    ++removed;
+  }
+  return removed;
 }
 
 }  // namespace grpo::trainer

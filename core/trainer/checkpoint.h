@@ -36,8 +36,19 @@ void set_learning_rate(torch::optim::AdamW& optimizer, double lr);
 // the tokenizer files of tokenizer_dir, trainer_state.json = state, and
 // whatever `extra` writes into the temporary directory before it is renamed.
 // Returns the checkpoint's directory.
+// A write that fails (a full disk) throws CheckpointWriteError naming the
+// folder and the free space, and leaves earlier checkpoints as they were.
 std::string save_checkpoint(model::CausalLMImpl& model, const CheckpointSettings& settings, int64_t step,
                             const std::string& tokenizer_dir, const nlohmann::json& state,
                             const std::function<void(const std::string& tmp_dir)>& extra = {});
+
+class CheckpointWriteError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Removes output_dir/.checkpoint-N.tmp folders that a killed run left behind;
+// returns how many.
+size_t remove_unfinished_checkpoints(const std::string& output_dir);
 
 }  // namespace grpo::trainer

@@ -2,22 +2,26 @@
 
 #include <cmath>
 #include <filesystem>
-#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
 namespace grpo::trainer {
 
-CompletionLog::CompletionLog(const std::string& output_dir) {
+namespace {
+
+std::string created_path(const std::string& output_dir) {
   std::filesystem::create_directories(output_dir);
-  const auto path = std::filesystem::path(output_dir) / "completions.jsonl";
-  out_.open(path, std::ios::app);
-  if (!out_) throw std::runtime_error("cannot write " + path.string());
+  return (std::filesystem::path(output_dir) / "completions.jsonl").string();
 }
+
+}  // namespace
+
+CompletionLog::CompletionLog(const std::string& output_dir) : out_(created_path(output_dir)) {}
 
 void CompletionLog::write(int64_t step, const std::vector<Sample>& samples, const rewards::RewardMatrix& rewards,
                           const at::Tensor& advantages) {
   at::Tensor adv = advantages.to(at::kDouble).contiguous();
+  std::string lines;
   for (size_t i = 0; i < samples.size(); ++i) {
     const Sample& c = samples[i];
     nlohmann::json line;
@@ -43,9 +47,9 @@ void CompletionLog::write(int64_t step, const std::vector<Sample>& samples, cons
     line["rewards"] = by_name;
     line["reward"] = std::isnan(rewards.total[i]) ? nlohmann::json() : nlohmann::json(rewards.total[i]);
     line["advantage"] = adv[static_cast<int64_t>(i)].item<double>();
-    out_ << line.dump() << '\n';
+    lines += line.dump() + '\n';
   }
-  out_.flush();
+  out_.append(lines);
 }
 
 }  // namespace grpo::trainer

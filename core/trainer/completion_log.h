@@ -4,7 +4,6 @@
 // wrote one column-oriented line per step instead).
 #pragma once
 
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -12,6 +11,7 @@
 
 #include "plugins/sample.h"
 #include "rewards/reward_set.h"
+#include "trainer/jsonl_appender.h"
 
 namespace grpo::trainer {
 
@@ -23,7 +23,7 @@ class CompletionLog {
              const at::Tensor& advantages);
 
  private:
-  std::ofstream out_;
+  JsonlAppender out_;
 };
 
 }  // namespace grpo::trainer

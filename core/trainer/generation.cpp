@@ -8,6 +8,7 @@
 #include "model/sampling.h"
 #include "trainer/batch_exchange.h"
 #include "trainer/grpo_trainer.h"
+#include "trainer/stop_signal.h"
 #include "util/clock.h"
 
 namespace grpo::trainer {
@@ -102,11 +103,20 @@ GenerationBatch GrpoTrainer::generate(const std::vector<const Prompt*>& prompts,
     group_of.push_back(p);
   }
   GenerationBatch out;
+  const std::string what = "the sampling of generation batch " + std::to_string(generation);
   if (conversations_) {  // multi-turn: the runner decodes each turn itself
     const std::string prefix = purpose == Purpose::Evaluation ? "eval_" : "";
-    out.samples = conversations_->run(*rollout_.sampler, requests, s_.sampling.options, trainer_state(), m, prefix);
+    const plugins::TrainerState state = trainer_state();
+    auto turn_metrics = std::make_shared<Metrics>(m);  // outlives this call if a stop abandons it
+    out.samples = run_interruptible<std::vector<Sample>>(
+        [this, requests, state, turn_metrics, prefix] {
+          return conversations_->run(*rollout_.sampler, requests, s_.sampling.options, state, *turn_metrics, prefix);
+        },
+        what);
+    m = *turn_metrics;
   } else {
-    out.samples = rollout_.sampler->generate(requests, s_.sampling.options);
+    out.samples = run_interruptible<std::vector<Sample>>(
+        [this, requests] { return rollout_.sampler->generate(requests, s_.sampling.options); }, what);
     // What was sampled is the ids: rewards score their decoding by the run's
     // tokenizer, whatever text the sampler sent (or did not).
     for (Sample& c : out.samples) c.text = tokenizer_.decode_sampled(c.ids, /*skip_special_tokens=*/true);

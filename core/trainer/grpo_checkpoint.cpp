@@ -11,6 +11,7 @@
 
 #include "trainer/checkpoint.h"
 #include "trainer/grpo_trainer.h"
+#include "util/json_input.h"
 
 namespace grpo::trainer {
 
@@ -21,6 +22,46 @@ namespace {
 // Under ZeRO, rank r's AdamW state: one file per rank, as DeepSpeed keeps them.
 std::string shard_file(int rank, int world) {
   return "optimizer_zero_rank" + std::to_string(rank) + "_of_" + std::to_string(world) + ".pt";
+}
+
+[[noreturn]] void damaged(const fs::path& file, const std::string& why) {
+  throw config::ConfigError("--resume_from_checkpoint: " + file.string() + ": " + why +
+                            "; the checkpoint is damaged or was not written by grpo-host: resume from an earlier one");
+}
+
+// LibTorch's own messages carry a C++ backtrace; the first line says what failed.
+std::string first_line(const std::exception& e) {
+  const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
+  const std::string what = c10_error ? c10_error->what_without_backtrace() : e.what();
+  return what.substr(0, what.find('\n'));
+}
+
+template <class Value>
+void load_archive(Value& value, const fs::path& file, const char* holds) {
+  try {
+    torch::load(value, file.string());
+  } catch (const std::exception& e) {
+    damaged(file, std::string("cannot be read as ") + holds + " (" + first_line(e) + ")");
+  }
+}
+
+// trainer_state.json, with the fields a resumed run needs checked.
+nlohmann::json read_state(const fs::path& path) {
+  nlohmann::json state;
+  try {
+    state = util::parse_json_file(path.string());
+  } catch (const util::JsonInputError& e) {
+    damaged(path, e.what());
+  }
+  if (!state.is_object()) damaged(path, "not a JSON object");
+  for (const char* key : {"global_step", "generations"}) {
+    const auto it = state.find(key);
+    if (it == state.end() && std::string(key) == "generations") continue;  // older checkpoints
+    if (it == state.end() || !it->is_number_integer() || it->get<int64_t>() < 0)
+      damaged(path, std::string("\"") + key + "\" must be an integer >= 0");
+  }
+  if (!state.contains("prompts") || !state["prompts"].is_object()) damaged(path, "\"prompts\" is missing");
+  return state;
 }
 
 }  // namespace
@@ -72,7 +113,7 @@ void GrpoTrainer::resume_from(const std::string& dir) {
   const fs::path state_path = fs::path(dir) / "trainer_state.json";
   if (!fs::exists(state_path))
     throw config::ConfigError("--resume_from_checkpoint " + dir + ": not a training checkpoint (no trainer_state.json)");
-  nlohmann::json state = nlohmann::json::parse(std::ifstream(state_path));
+  const nlohmann::json state = read_state(state_path);
   // The optimizer state as it was kept: whole, or sharded over the ranks of a ZeRO run.
   const nlohmann::json zero = state.value("zero", nlohmann::json());
   const std::string here = policy_.sync->sharded() ? "ZeRO stage " + std::to_string(s_.dist.zero_stage) + " over " +
@@ -80,6 +121,9 @@ void GrpoTrainer::resume_from(const std::string& dir) {
                                                    : "an unsharded optimizer";
   fs::path optimizer_path = fs::path(dir) / "optimizer.pt";
   if (!zero.is_null()) {
+    if (!zero.is_object() || !zero.value("stage", nlohmann::json()).is_number_integer() ||
+        !zero.value("world_size", nlohmann::json()).is_number_integer())
+      damaged(state_path, "\"zero\" must hold the integers \"stage\" and \"world_size\"");
     const int stage = zero.at("stage").get<int>(), world = zero.at("world_size").get<int>();
     if (!policy_.sync->sharded() || stage != s_.dist.zero_stage || world != world_.size())
       throw config::ConfigError("--resume_from_checkpoint " + dir + ": its optimizer state is sharded by ZeRO stage " +
@@ -97,18 +141,28 @@ void GrpoTrainer::resume_from(const std::string& dir) {
                               optimizer_path.filename().string() + ")");
   policy_.global_step = state.at("global_step").get<int64_t>();
   rollout_.generations = state.value("generations", policy_.global_step);
-  prompts_->restore(state.at("prompts"));
+  try {
+    prompts_->restore(state.at("prompts"));
+  } catch (const nlohmann::json::exception& e) {
+    damaged(state_path, std::string("\"prompts\" is not what grpo-host writes (") + e.what() + ")");
+  } catch (const data::DataError& e) {
+    damaged(state_path, e.what());
+  }
   if (lost_shard)
     spdlog::warn("{} has no optimizer shard of rank {} (lost when the run that saved it failed): this rank's AdamW "
                  "moments restart from zero",
                  dir, world_.rank());
   else
-    torch::load(*policy_.optimizer, optimizer_path.string());
+    load_archive(*policy_.optimizer, optimizer_path, "AdamW's state for this model");
   if (fs::exists(fs::path(dir) / "rng_state.pt")) {
     at::Tensor rng;
-    torch::load(rng, (fs::path(dir) / "rng_state.pt").string());
+    load_archive(rng, fs::path(dir) / "rng_state.pt", "a random generator's state");
     at::Generator generator = at::globalContext().defaultGenerator(at::kCPU);  // a handle to the same generator
-    generator.set_state(rng);
+    try {
+      generator.set_state(rng);
+    } catch (const std::exception& e) {
+      damaged(fs::path(dir) / "rng_state.pt", "not a CPU generator's state (" + first_line(e) + ")");
+    }
   }
   spdlog::info("resumed from {} at step {}", dir, policy_.global_step);
 }

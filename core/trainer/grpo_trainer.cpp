@@ -3,9 +3,9 @@
 #include "trainer/grpo_trainer.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <random>
 #include <thread>
@@ -23,6 +23,7 @@
 #include "trainer/data_parallel.h"
 #include "trainer/progress_line.h"
 #include "trainer/reward_model.h"
+#include "trainer/stop_signal.h"
 
 namespace grpo::trainer {
 
@@ -85,6 +86,7 @@ GrpoTrainer::GrpoTrainer(GrpoSettings settings, dist::World& world)
                                    : static_cast<int>(std::max(1u, cores / static_cast<unsigned>(world_.local_size()))));
   if (world_.is_main()) {
     fs::create_directories(s_.checkpoint.output_dir);
+    remove_unfinished_checkpoints(s_.checkpoint.output_dir);
     s_.run.config.write_args_yaml((fs::path(s_.checkpoint.output_dir) / "args.yaml").string());
   }
   const BatchSettings& b = s_.batch;
@@ -102,9 +104,16 @@ GrpoTrainer::GrpoTrainer(GrpoSettings settings, dist::World& world)
     policy_.reference = model::load_model(s_.model.ref_dir.empty() ? s_.model.dir : s_.model.ref_dir, s_.model.dtype);
     for (auto& p : policy_.reference->parameters()) p.set_requires_grad(false);
   }
+  const int64_t model_vocab = policy_.policy->config().vocab_size;
+  if (static_cast<int64_t>(tokenizer_.vocab_size()) > model_vocab)
+    throw config::ConfigError(fmt::format(
+        "{}: the tokenizer has ids up to {}, past the model's vocab_size {} (config.json); they would index past its "
+        "embedding: use the tokenizer that came with these weights",
+        s_.model.dir, tokenizer_.vocab_size() - 1, model_vocab));
   rollout_.stop_ids = model::stop_token_ids(tokenizer_, policy_.policy->config(), s_.model.dir);
 
-  PromptFormat format = s_.prompts.format(tokenizer_, s_.loss.options.max_completion_length);
+  PromptFormat format = s_.prompts.format(tokenizer_, s_.loss.options.max_completion_length,
+                                          policy_.policy->config().max_position_embeddings);
   load_plugins(format.family);  // rewards, the sampler and the multi-turn handler
   if (handler_) format.tools_json = handler_->tools_json();
   data::BadRows bad{s_.data.skip_bad_rows};
@@ -113,10 +122,13 @@ GrpoTrainer::GrpoTrainer(GrpoSettings settings, dist::World& world)
   if (!val_rows.empty())
     val_prompts_ = std::make_unique<PromptSource>(std::move(val_rows), format, false, s_.seed, &bad, "validation");
   if (bad.count) spdlog::warn("skipped {} unusable dataset rows (--skip_bad_rows); the first: {}", bad.count, bad.first);
+  const std::string limit = fmt::format("{} tokens ({} - max_completion_length)", format.max_prompt_tokens,
+                                        s_.prompts.max_length ? "max_length" : "the model's max_position_embeddings");
   if (prompts_->dropped())
-    spdlog::warn("{} prompts longer than max_length - max_completion_length were dropped (truncation_strategy "
-                 "delete)",
-                 prompts_->dropped());
+    spdlog::warn("{} prompts longer than {} were dropped (truncation_strategy delete)", prompts_->dropped(), limit);
+  if (prompts_->truncated())
+    spdlog::warn("{} prompts longer than {} were cut to it, keeping their {} (--truncation_strategy)",
+                 prompts_->truncated(), limit, s_.prompts.truncation == Truncation::Right ? "start" : "end");
   max_steps_ = total_steps(b, prompts_->size());
 
   policy_.sync = std::make_unique<ParameterSync>(world_, trainable_parameters(*policy_.policy), s_.dist.zero_stage,
@@ -194,24 +206,24 @@ void label_log_lines(int rank) {
   if (rank != 0 && spdlog::get_level() == spdlog::level::info) spdlog::set_level(spdlog::level::warn);
 }
 
-// Ctrl-C / SIGTERM: finish the current step, save a checkpoint, exit cleanly.
-std::atomic<bool> g_stop_requested{false};
-extern "C" void request_stop(int) { g_stop_requested = true; }
-
 }  // namespace
 
+// Ctrl-C / SIGTERM: finish the current step, save a checkpoint, exit cleanly;
+// while a sampler or server call is in flight, drop its batch instead of
+// waiting for it (stop_signal.h).
 void GrpoTrainer::train() {
   const LoggingSettings& l = s_.logging;
   const int64_t save_steps = l.save_steps.value_or(0), eval_steps = l.eval_steps.value_or(0);
   int64_t& step = policy_.global_step;
   ProgressLine progress(max_steps_, world_.is_main() ? -1 : 0);
-  auto previous_int = std::signal(SIGINT, request_stop), previous_term = std::signal(SIGTERM, request_stop);
+  StopSignals signals;
   std::string failure, failed;  // what failed (a sampler or reward plugin, a collective) and the sentence for it
+  std::string abandoned;        // the call a stop left running, if any
   bool stop = false;            // decided with each step's metrics, so that every rank stops after the same step
   while (step < max_steps_ && !stop) {
     try {
       Metrics m = this->step();
-      stop = g_stop_requested;
+      stop = stop_requested();
       m = global_metrics(world_, m, stop, "the metrics of step " + std::to_string(step));
       if (log_) {
         log_->add(m);
@@ -226,6 +238,9 @@ void GrpoTrainer::train() {
         Metrics eval = evaluate();
         if (log_) log_->write(step, eval);
       }
+    } catch (const StopRequested& e) {
+      abandoned = e.what();
+      break;
     } catch (const plugins::PluginError& e) {  // in a step or in evaluation
       failure = e.what();
       failed = "a plugin failed";
@@ -234,10 +249,16 @@ void GrpoTrainer::train() {
       failure = e.what();
       failed = "the training processes lost each other";
       break;
+    } catch (const LogWriteError& e) {
+      failure = e.what();
+      failed = "its log could not be written";
+      log_.reset();  // not retried: the checkpoint below is what keeps the run
+      break;
     }
     if (save_steps > 0 && step % save_steps == 0 && step < max_steps_) save_checkpoint();
   }
   progress.clear();
+  if (!abandoned.empty()) stop_abandoning(abandoned);
   if (!failure.empty()) {
     // Finished steps are kept: the run continues from them once the cause is fixed.
     if (log_) log_->flush(step, max_steps_);
@@ -250,8 +271,6 @@ void GrpoTrainer::train() {
     } else if (step > 0) {
       saved = "rank 0 saves the checkpoint of the last finished step";
     }
-    std::signal(SIGINT, previous_int);
-    std::signal(SIGTERM, previous_term);
     throw std::runtime_error("training stopped at step " + std::to_string(step) + "/" + std::to_string(max_steps_) +
                              " because " + failed + " (above); " + saved);
   }
@@ -260,9 +279,21 @@ void GrpoTrainer::train() {
     spdlog::warn("stopped by a signal at step {}/{}: saving a checkpoint", step, max_steps_);
   }
   save_checkpoint();
-  std::signal(SIGINT, previous_int);
-  std::signal(SIGTERM, previous_term);
   report_reward_failures();
+}
+
+// A stop arrived while `what` was running in a plugin: its batch is dropped,
+// the last finished step saved (by rank 0 alone: the other ranks may be in
+// the same state or waiting in a collective), and the process ends here,
+// because the plugin cannot be destroyed while that call is still inside it.
+void GrpoTrainer::stop_abandoning(const std::string& what) {
+  if (log_) log_->flush(policy_.global_step, max_steps_);
+  spdlog::warn("stopped by a signal at step {}/{} while {} was still running: that batch is dropped", policy_.global_step,
+               max_steps_, what);
+  if (policy_.global_step > 0 && world_.is_main()) save_checkpoint(/*gather_shards=*/false);
+  spdlog::shutdown();
+  std::fflush(nullptr);
+  std::_Exit(0);
 }
 
 // A reward that failed is easy to miss in a long log: say it once more at the

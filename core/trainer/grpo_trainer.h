@@ -121,6 +121,7 @@ class GrpoTrainer {
   // unless `gather_shards` is false: then rank 0 keeps only its own.
   void save_checkpoint(bool gather_shards = true);
   void resume_from(const std::string& dir);
+  [[noreturn]] void stop_abandoning(const std::string& what);
 
   GrpoSettings s_;
   dist::World& world_;  // this process's rank; one process: a world of one

@@ -36,6 +36,7 @@ PromptSource::PromptSource(std::vector<data::Row> rows, const PromptFormat& form
         ++dropped_;
         continue;
       }
+      ++truncated_;
       if (format.truncation == Truncation::Right) p.ids.resize(limit);
       else p.ids.erase(p.ids.begin(), p.ids.end() - static_cast<std::ptrdiff_t>(limit));  // left: keep the end
     }
@@ -79,11 +80,24 @@ void PromptSource::restore(const nlohmann::json& state) {
   if (order.size() != prompts_.size())
     throw data::DataError("the checkpoint was made with a dataset of " + std::to_string(order.size()) +
                           " prompts, this one has " + std::to_string(prompts_.size()) + ": resume with the same data");
+  std::vector<bool> seen(order.size());
+  for (size_t index : order) {
+    if (index >= order.size() || seen[index])
+      throw data::DataError("its prompt order is not a permutation of the " + std::to_string(order.size()) +
+                            " prompts (" + std::to_string(index) + " is out of range or repeated)");
+    seen[index] = true;
+  }
+  const size_t cursor = state.at("cursor").get<size_t>();
+  if (cursor > order.size())
+    throw data::DataError("its prompt cursor " + std::to_string(cursor) + " is past the " +
+                          std::to_string(order.size()) + " prompts");
+  std::mt19937_64 rng;
+  std::istringstream rng_text(state.at("rng").get<std::string>());
+  if (!(rng_text >> rng)) throw data::DataError("its shuffling state \"rng\" is not a generator's state");
   order_ = std::move(order);
-  cursor_ = state.at("cursor").get<size_t>();
+  cursor_ = cursor;
   epochs_done_ = state.at("epochs_done").get<size_t>();
-  std::istringstream rng(state.at("rng").get<std::string>());
-  rng >> rng_;
+  rng_ = rng;
 }
 
 double PromptSource::epoch() const {

@@ -38,6 +38,7 @@ class PromptSource {
   PromptSource(std::vector<data::Row> rows, const PromptFormat& format, bool shuffle, uint64_t seed,
                data::BadRows* bad = nullptr, const std::string& what = "training");
   size_t dropped() const { return dropped_; }
+  size_t truncated() const { return truncated_; }
 
   // Where the source stands (order, position, random state), for resuming
   // exactly where a checkpoint left off.
@@ -52,7 +53,7 @@ class PromptSource {
  private:
   std::vector<Prompt> prompts_;
   std::vector<size_t> order_;
-  size_t cursor_ = 0, epochs_done_ = 0, dropped_ = 0;
+  size_t cursor_ = 0, epochs_done_ = 0, dropped_ = 0, truncated_ = 0;
   bool shuffle_;
   std::mt19937_64 rng_;
 };

@@ -11,6 +11,7 @@
 #include "model/model_config.h"
 #include "model/weights.h"
 #include "tokenizer/chat_prompt.h"
+#include "util/json_input.h"
 
 namespace grpo::trainer {
 
@@ -24,9 +25,9 @@ nlohmann::json read_config(const std::string& dir) {
   std::ifstream in(path);
   if (!in) throw CheckpointError("--reward_model " + dir + ": no config.json there (a Hugging Face model directory)");
   try {
-    return nlohmann::json::parse(in);
-  } catch (const std::exception& e) {
-    throw CheckpointError("--reward_model " + dir + ": config.json is not valid JSON: " + e.what());
+    return util::parse_json_file(path);
+  } catch (const util::JsonInputError& e) {
+    throw CheckpointError("--reward_model " + dir + ": " + e.what());
   }
 }
 

@@ -8,9 +8,16 @@
 
 namespace grpo::trainer {
 
-RunLog::RunLog(const std::string& output_dir, bool tensorboard) {
+namespace {
+
+std::string created_path(const std::string& output_dir, const char* name) {
   std::filesystem::create_directories(output_dir);
-  out_.open(std::filesystem::path(output_dir) / "logging.jsonl", std::ios::app);
+  return (std::filesystem::path(output_dir) / name).string();
+}
+
+}  // namespace
+
+RunLog::RunLog(const std::string& output_dir, bool tensorboard) : out_(created_path(output_dir, "logging.jsonl")) {
   if (tensorboard) tensorboard_ = std::make_unique<TensorBoardWriter>((std::filesystem::path(output_dir) / "runs").string());
 }
 
@@ -49,8 +56,7 @@ void RunLog::write(int64_t global_step, const std::map<std::string, double>& met
     if (!std::isnan(value)) finite[name] = value, line[name] = value;
   line["global_step"] = global_step;
   if (tensorboard_) tensorboard_->add_scalars(global_step, finite);
-  out_ << line.dump() << '\n';
-  out_.flush();
+  out_.append(line.dump() + '\n');
 }
 
 }  // namespace grpo::trainer

@@ -3,11 +3,11 @@
 // output_dir/runs when asked), and printed as one line.
 #pragma once
 
-#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
 
+#include "trainer/jsonl_appender.h"
 #include "trainer/tensorboard_writer.h"
 
 namespace grpo::trainer {
@@ -24,11 +24,11 @@ class RunLog {
   void flush(int64_t global_step, int64_t max_steps);
 
   // Writes `metrics` (e.g. an evaluation's eval_* values) as their own line
-  // at once, outside the window.
+  // at once, outside the window. A failed write throws LogWriteError.
   void write(int64_t global_step, const std::map<std::string, double>& metrics);
 
  private:
-  std::ofstream out_;
+  JsonlAppender out_;
   std::unique_ptr<TensorBoardWriter> tensorboard_;
   std::map<std::string, std::pair<double, long>> window_;
 };

@@ -14,6 +14,7 @@
 #include "model/weights.h"
 #include "plugins/plugin_options.h"
 #include "trainer/grpo_trainer.h"
+#include "trainer/stop_signal.h"
 #include "util/clock.h"
 
 namespace grpo::trainer {
@@ -59,7 +60,13 @@ void GrpoTrainer::create_sampler() {
 // A sampler out of process (a rollout server) is shared by every rank: rank
 // 0 alone pushes the weights, and no rank samples before the push is done.
 void GrpoTrainer::push_weights_to_server(uint32_t flags, const std::string& what) {
-  if (world_.is_main()) rollout_.sampler->load_weights(rollout_.views->tensors(), flags);
+  if (world_.is_main())
+    run_interruptible<bool>(
+        [this, flags] {
+          rollout_.sampler->load_weights(rollout_.views->tensors(), flags);
+          return true;
+        },
+        what + " being pushed to the rollout server");
   world_.barrier(dist::Channel::Train, what + " pushed to the rollout server by rank 0");
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "data/dataset.h"
 #include "hub/hub_cache.h"
 #include "model/dtype.h"
@@ -39,9 +41,21 @@ std::vector<data::DatasetSource> read_datasets(config::SettingsReader& r, std::s
 
 }  // namespace
 
-PromptFormat PromptSettings::format(const tok::Tokenizer& tokenizer, int64_t max_completion_length) const {
-  return {&tokenizer, tok::chat_family_for(tokenizer, template_name), system,
-          max_length ? std::max<int64_t>(1, *max_length - max_completion_length) : 0, truncation};
+PromptFormat PromptSettings::format(const tok::Tokenizer& tokenizer, int64_t max_completion_length,
+                                    int64_t model_max_length) const {
+  if (max_length && *max_length <= max_completion_length)
+    throw config::ConfigError(fmt::format(
+        "--max_length {} leaves no room for a prompt: it counts prompt + completion tokens, and "
+        "--max_completion_length is {}; raise max_length above it (e.g. {}) or lower max_completion_length",
+        *max_length, max_completion_length, max_completion_length + 512));
+  if (!max_length && model_max_length <= max_completion_length)
+    throw config::ConfigError(fmt::format(
+        "--max_completion_length {} leaves no room for a prompt in the model's {} positions "
+        "(max_position_embeddings in its config.json): lower it",
+        max_completion_length, model_max_length));
+  const int64_t total = max_length.value_or(model_max_length);
+  return {&tokenizer, tok::chat_family_for(tokenizer, template_name), system, total - max_completion_length,
+          truncation};
 }
 
 ModelSettings read_model_settings(config::SettingsReader& r) {

@@ -47,8 +47,10 @@ struct PromptSettings {
   std::string system;         // the system prompt's text (--system, or the file it names)
   std::optional<int64_t> max_length;
   Truncation truncation = Truncation::Left;
-  // The format for `tokenizer`; prompts are cut at max_length - max_completion_length.
-  PromptFormat format(const tok::Tokenizer& tokenizer, int64_t max_completion_length) const;
+  // The format for `tokenizer`; prompts are cut at max_length (unset: the
+  // model's max_position_embeddings) - max_completion_length. Refuses lengths
+  // that leave no room for a prompt.
+  PromptFormat format(const tok::Tokenizer& tokenizer, int64_t max_completion_length, int64_t model_max_length) const;
 };
 
 struct DataSettings {

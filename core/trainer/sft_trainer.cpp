@@ -57,6 +57,7 @@ void run_sft(const SftSettings& s) {
   torch::manual_seed(s.seed);
   const std::string& model_dir = s.model.dir;
   std::filesystem::create_directories(s.checkpoint.output_dir);
+  remove_unfinished_checkpoints(s.checkpoint.output_dir);
   s.run.config.write_args_yaml((std::filesystem::path(s.checkpoint.output_dir) / "args.yaml").string());
 
   tok::Tokenizer tokenizer = tok::Tokenizer::from_dir(model_dir);

@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "trainer/jsonl_appender.h"
+
 namespace grpo::trainer {
 
 namespace {
@@ -79,7 +81,7 @@ std::string host_name() {
 }
 
 [[noreturn]] void throw_io_error(const std::string& what, const std::string& path, int err) {
-  throw std::runtime_error(what + " '" + path + "': " + std::strerror(err));
+  throw LogWriteError(what + " '" + path + "': " + std::strerror(err));
 }
 
 }  // namespace

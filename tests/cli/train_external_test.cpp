@@ -2,7 +2,11 @@
 // with the native sampler or the external_server one by configuration alone,
 // greedy runs give the same completions either way, the server gets every
 // update, and a server that is missing or goes away stops the run clearly.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <csignal>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -14,6 +18,7 @@
 #include "cli/cli_util.h"
 #include "model/engine.h"
 #include "model/weights.h"
+#include "plugin_paths.h"
 #include "rollout/rollout_process.h"
 #include "tokenizer/tokenizer.h"
 
@@ -251,4 +256,54 @@ TEST(TrainExternal, AGreedyMultiTurnRunIsTheSameWithEitherSampler) {
     continued += want[i]["turns"].get<int>() > 1;
   }
   EXPECT_GT(continued, 0u) << "no conversation had a second turn: the test would compare single turns only";
+}
+
+// A scheduler's SIGTERM while the rollout server has stopped answering: the
+// trainer drops the batch in flight, saves its last finished step and exits
+// within seconds instead of waiting out the request timeout.
+TEST(TrainExternal, SigtermWhileTheServerIsStalledStopsWithinSecondsAndSaves) {
+  const std::string dir = setup_run("external_sigterm", 1000);
+  RolloutProcess server(dir + "/model");
+  ASSERT_NE(server.port(), 0);
+  const std::string command = "exec " + std::string(GRPO_HOST_EXE) + " train --config " + dir +
+                              "/run.yaml --output_dir " + dir + "/out" + external_args(server) + " > " + dir +
+                              "/train.log 2>&1";
+  const pid_t trainer = ::fork();
+  if (trainer == 0) {
+    ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  auto exited = [&](int seconds, int& status) {
+    for (int i = 0; i < seconds * 20; ++i) {
+      if (::waitpid(trainer, &status, WNOHANG) == trainer) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  };
+  int status = 0;
+  for (int i = 0; i < 1200 && read_jsonl(dir + "/out/logging.jsonl").size() < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_GE(read_jsonl(dir + "/out/logging.jsonl").size(), 2u) << read_file(dir + "/train.log");
+  server.send(SIGSTOP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the next call is now waiting on it
+  ASSERT_FALSE(exited(0, status)) << read_file(dir + "/train.log");
+  const auto signalled = std::chrono::steady_clock::now();
+  ::kill(trainer, SIGTERM);
+  const bool stopped = exited(30, status);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - signalled).count();
+  server.send(SIGCONT);
+  if (!stopped) ::kill(trainer, SIGKILL), ::waitpid(trainer, &status, 0);
+  const std::string log = read_file(dir + "/train.log");
+  ASSERT_TRUE(stopped) << log;
+  EXPECT_LT(seconds, 10.0) << log;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << log;
+  EXPECT_NE(log.find("was still running: that batch is dropped"), std::string::npos) << log;
+  std::vector<std::string> checkpoints;
+  for (const auto& e : fs::directory_iterator(dir + "/out"))
+    if (e.path().filename().string().rfind("checkpoint-", 0) == 0) checkpoints.push_back(e.path().string());
+  ASSERT_EQ(checkpoints.size(), 1u) << log;
+  const auto state = nlohmann::json::parse(read_file(checkpoints[0] + "/trainer_state.json"));
+  EXPECT_GE(state["global_step"].get<int64_t>(), 2);
+  EXPECT_EQ(checkpoints[0], dir + "/out/checkpoint-" + std::to_string(state["global_step"].get<int64_t>()));
+  EXPECT_TRUE(fs::exists(checkpoints[0] + "/model.safetensors"));
 }

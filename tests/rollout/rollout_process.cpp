@@ -45,12 +45,12 @@ const std::string& tiny_model_dir() {
 }
 
 RolloutProcess::RolloutProcess(const std::string& model_dir, const std::vector<std::string>& extra_args,
-                               const std::string& api_key)
+                               const std::string& api_key, bool key_as_flag)
     : api_key_(api_key) {
   static int counter = 0;
   log_path_ = temp_dir("rollout_log_" + std::to_string(::getpid()) + "_" + std::to_string(counter++)) + "/server.log";
   std::vector<std::string> args = {GRPO_ROLLOUT_EXE, "--model", model_dir, "--port", "0", "--num_threads", "1"};
-  if (!api_key.empty()) args.insert(args.end(), {"--api_key", api_key});
+  if (!api_key.empty() && key_as_flag) args.insert(args.end(), {"--api_key", api_key});
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   pid_ = ::fork();
   if (pid_ == 0) {
@@ -87,6 +87,10 @@ RolloutProcess::RolloutProcess(const std::string& model_dir, const std::vector<s
 
 RolloutProcess::~RolloutProcess() {
   if (pid_ > 0) terminate();
+}
+
+void RolloutProcess::send(int sig) const {
+  if (pid_ > 0) ::kill(pid_, sig);
 }
 
 int RolloutProcess::terminate() {

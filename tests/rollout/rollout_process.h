@@ -23,8 +23,10 @@ class RolloutProcess {
   // Starts grpo-rollout --model model_dir --port 0 plus `extra_args` and
   // waits for /health/. Fails the test (ADD_FAILURE) and returns with
   // port() == 0 when it does not come up.
+  // `api_key` is what the test sends; with key_as_flag it is also given as
+  // --api_key (else the server finds it in extra_args or its environment).
   RolloutProcess(const std::string& model_dir, const std::vector<std::string>& extra_args = {},
-                 const std::string& api_key = "");
+                 const std::string& api_key = "", bool key_as_flag = true);
   ~RolloutProcess();  // SIGTERM, if still running
 
   int port() const { return port_; }
@@ -33,6 +35,8 @@ class RolloutProcess {
   HttpReply post(const std::string& path, const nlohmann::json& body, const std::string& token = "") const;
   HttpReply post_raw(const std::string& path, const std::string& body, const std::string& token = "") const;
 
+  // Sends `sig` (SIGSTOP: a server that stalls; SIGCONT: it recovers).
+  void send(int sig) const;
   // Sends SIGTERM and returns the exit status (-1 if it did not exit in 20 s).
   int terminate();
   std::string log() const;  // what the server wrote to stderr

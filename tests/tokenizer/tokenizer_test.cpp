@@ -495,8 +495,8 @@ TEST(MalformedTokenizer, TruncatedJson) {
   const std::string full = tiny_tokenizer(true).dump();
   const std::string message = load_error("truncated.json", full.substr(0, full.size() / 2));
   expect_contains(message, "truncated.json");
-  expect_contains(message, "invalid JSON");
-  expect_contains(load_error("empty.json", ""), "invalid JSON");
+  expect_contains(message, "not valid JSON");
+  expect_contains(load_error("empty.json", ""), "not valid JSON");
   expect_contains(load_error("array.json", "[1, 2]"), "not a JSON object");
 }
 

@@ -25,9 +25,11 @@ Meaning meaning_of(const ThriftValue& e) {
   }
 }
 
-// The flat, depth-first schema list into a tree by num_children.
-size_t build(const std::vector<ThriftValue>& elements, size_t at, std::vector<SchemaNode>& out) {
+// The flat, depth-first schema list into a tree by num_children. Real
+// schemas nest a few levels; a crafted one could nest enough to overflow the stack.
+size_t build(const std::vector<ThriftValue>& elements, size_t at, std::vector<SchemaNode>& out, int depth = 0) {
   if (at >= elements.size()) throw ParquetError("the schema list ends inside a group");
+  if (depth > 64) throw ParquetError("the schema nests groups more than 64 deep");
   const ThriftValue& e = elements[at];
   const size_t index = out.size();
   SchemaNode node;
@@ -44,7 +46,7 @@ size_t build(const std::vector<ThriftValue>& elements, size_t at, std::vector<Sc
   size_t next = at + 1;
   for (int64_t c = 0; c < children; ++c) {
     out[index].children.push_back(out.size());
-    next = build(elements, next, out);
+    next = build(elements, next, out, depth + 1);
   }
   return next;
 }

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -64,7 +65,9 @@ grpo_status create(const grpo_host_api* host_api, grpo_str config, grpo_sampler_
     s->host = grpo::Host(host_api);
     grpo::external::ServerOptions so;
     so.base_url = base_url_of(o);
-    so.api_key = o.get_string("api_key", "");
+    // The environment keeps the key out of args.yaml and ps, as the server's own variable does.
+    const char* env_key = std::getenv("GRPO_ROLLOUT_API_KEY");
+    so.api_key = o.get_string("api_key", env_key ? env_key : "");
     so.request_timeout_s = o.get_double("request_timeout_s", 600);
     so.retries = static_cast<int>(o.get_int("retries", 3));
     so.backoff_s = o.get_double("backoff_s", 1.0);
@@ -256,7 +259,7 @@ const char* kOptions = R"json([
   {"name": "retries", "type": "int", "default": 3, "help": "extra attempts of idempotent calls that got no answer or a 5xx"},
   {"name": "backoff_s", "type": "float", "default": 1.0, "help": "wait before the first retry, doubled after each"},
   {"name": "retry_generate", "type": "bool", "default": false, "help": "retry /generate/ too (seeded calls repeat exactly)"},
-  {"name": "api_key", "type": "string", "default": null, "help": "sent as Authorization: Bearer (the server's --api_key)"},
+  {"name": "api_key", "type": "string", "default": null, "help": "sent as Authorization: Bearer (the server's key; unset: $GRPO_ROLLOUT_API_KEY)"},
   {"name": "group_host", "type": "string", "default": null, "help": "address of the weight-transfer store (default: the server's host)"},
   {"name": "group_port", "type": "int", "default": 51216, "help": "port of the weight-transfer store the server hosts"},
   {"name": "bucket_mb", "type": "float", "default": 256, "help": "weights per broadcast in MiB (0: one call per parameter)"},

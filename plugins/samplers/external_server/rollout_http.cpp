@@ -7,6 +7,8 @@
 
 #include <grpo/sdk.hpp>
 
+#include "util/json_input.h"
+
 namespace grpo::external {
 
 using nlohmann::json;
@@ -53,7 +55,7 @@ bool worth_retrying(const Reply& r) { return r.status == 0 || r.status >= 500; }
 
 std::string describe(const Reply& reply) {
   if (reply.status == 0) return "no answer (" + reply.failure + ")";
-  json body = json::parse(reply.body, nullptr, /*allow_exceptions=*/false);
+  json body = util::try_parse_json(reply.body);
   if (body.is_object() && body.contains("error") && body["error"].is_string())
     return "HTTP " + std::to_string(reply.status) + ": " + body["error"].get<std::string>();
   return "HTTP " + std::to_string(reply.status) + ": " + reply.body.substr(0, 300);
@@ -112,7 +114,7 @@ int RolloutHttp::world_size() const {
   if (r.status != 200)
     throw grpo::Error("GET " + options_.base_url + "/get_world_size/ failed: " + describe(r) +
                       ": is the rollout server still running?");
-  json body = json::parse(r.body, nullptr, false);
+  json body = util::try_parse_json(r.body);
   if (!body.is_object() || !body.contains("world_size") || !body["world_size"].is_number_integer())
     throw grpo::Error("GET " + options_.base_url + "/get_world_size/ gave no integer world_size: " + r.body.substr(0, 200));
   return body["world_size"].get<int>();
@@ -128,7 +130,7 @@ json RolloutHttp::generate(const json& body) const {
     throw grpo::Error("POST " + options_.base_url + "/generate/ failed: " + describe(r) + hint,
                       r.status == 0 ? GRPO_UNAVAILABLE : GRPO_INTERNAL);
   }
-  json answer = json::parse(r.body, nullptr, false);
+  json answer = util::try_parse_json(r.body);
   if (!answer.is_object() || !answer.contains("completion_ids") || !answer["completion_ids"].is_array())
     throw grpo::Error("POST " + options_.base_url + "/generate/ answered without completion_ids: " +
                       r.body.substr(0, 200));

@@ -1,0 +1,60 @@
+// SIGINT / SIGTERM during training. The handler only sets a flag: the loop
+// finishes its step and saves. Calls that can stall for minutes (a sampler
+// plugin, a rollout server) run through run_interruptible(), which stops
+// waiting for them once the flag is set, so a scheduler's SIGTERM is answered
+// within seconds and never turns into its follow-up kill -9.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <future>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+namespace grpo::trainer {
+
+// Thrown when a stop was requested while `what` was still running. That call
+// goes on in a thread of its own, inside a plugin: the program must not
+// destroy the plugin under it, and exits once it has saved (see train()).
+class StopRequested : public std::runtime_error {
+ public:
+  explicit StopRequested(const std::string& what) : std::runtime_error(what) {}
+};
+
+// Installs the handlers for its lifetime; restores the previous ones after.
+class StopSignals {
+ public:
+  StopSignals();
+  ~StopSignals();
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  void (*previous_int_)(int);
+  void (*previous_term_)(int);
+};
+
+bool stop_requested();
+
+// fn() on a thread of its own; its result, or StopRequested(what) as soon as a
+// stop is requested while it runs. Exceptions of fn() reach the caller.
+template <class T>
+T run_interruptible(std::function<T()> fn, const std::string& what) {
+  if (stop_requested()) throw StopRequested(what);
+  auto result = std::make_shared<std::promise<T>>();
+  std::future<T> done = result->get_future();
+  std::thread([result, fn = std::move(fn)] {
+    try {
+      result->set_value(fn());
+    } catch (...) {
+      result->set_exception(std::current_exception());
+    }
+  }).detach();
+  while (done.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready)
+    if (stop_requested()) throw StopRequested(what);
+  return done.get();
+}
+
+}  // namespace grpo::trainer
