@@ -18,6 +18,7 @@ PACKAGES=(
   libsnappy-dev libzstd-dev zlib1g-dev  # the codecs of Parquet datasets
   libdlpack-dev                       # reference dlpack.h, checked against the SDK's own copy
   libgtest-dev libgmock-dev libbenchmark-dev
+  clang libclang-rt-14-dev            # libFuzzer and the sanitizers (scripts/fuzz.sh)
 )
 
 missing=()

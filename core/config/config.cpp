@@ -53,6 +53,12 @@ void Problems::throw_if_any() const {
 }
 
 void store(Config& config, const FlagSpec& spec, json value, const Location& where) {
+  // Every value is written to args.yaml and handed to plugins as JSON, which is UTF-8.
+  try {
+    (void)value.dump();
+  } catch (const json::type_error&) {
+    throw ValueProblem{ValueProblem::Kind::Invalid, render(value), "UTF-8 text (it holds other bytes)"};
+  }
   auto& e = ConfigAccess::entry(config, spec.name);
   e.given = value;
   e.value = std::move(value);
@@ -211,7 +217,8 @@ std::string Config::to_yaml() const {
     for (const auto& [name, flag] : plugin_flags_) {
       nlohmann::json words(flag.words);
       if (is_secret_key(name)) words = json::array({nullptr});  // not written (see without_secrets)
-      out << name << ": " << (words.size() == 1 ? words[0].dump() : words.dump()) << "  # " << flag.where << "\n";
+      const json& shown = words.size() == 1 ? words[0] : words;
+      out << name << ": " << shown.dump(-1, ' ', false, json::error_handler_t::replace) << "  # " << flag.where << "\n";
     }
   }
   return out.str();

@@ -325,16 +325,18 @@ json yaml_to_json(const YAML::Node& node) {
 }
 
 std::string render(const json& value) {
+  // Bytes that are not UTF-8 (from a command line) are shown as U+FFFD rather than failing the whole file.
+  auto dump = [](const json& v) { return v.dump(-1, ' ', false, json::error_handler_t::replace); };
   if (value.is_string()) {
     const std::string& s = value.get_ref<const std::string&>();
     const bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) {
       return std::isalnum(c) || c == '_' || c == '-' || c == '.' || c == '/';
     });
     // A plain word that YAML would read as something else (true, null, 8) keeps its quotes.
-    if (!plain) return value.dump();
+    if (!plain) return dump(value);
     const bool ambiguous = parse_bool(s) || parse_double(s) || lower(s) == "null" || lower(s) == "none" ||
                            s.front() == '-';
-    return ambiguous ? value.dump() : s;
+    return ambiguous ? dump(value) : s;
   }
   if (value.is_array()) {
     std::string out = "[";
@@ -350,7 +352,7 @@ std::string render(const json& value) {
     }
     return out + "}";
   }
-  return value.dump();
+  return dump(value);
 }
 
 std::string expectation(const FlagSpec& spec) {

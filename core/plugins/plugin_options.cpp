@@ -99,7 +99,8 @@ nlohmann::json resolve_plugin_options(const PluginInfo& plugin, const nlohmann::
 void check_plugin_args_sections(const nlohmann::json& plugin_args, const std::vector<std::string>& rewards,
                                 const std::string& sampler, const std::vector<PluginInfo>& known) {
   if (!plugin_args.is_object()) return;
-  for (const auto& [name, section] : plugin_args.items()) {
+  for (const auto& item : plugin_args.items()) {
+    const std::string& name = item.key();  // not a structured binding: the lambda below captures it
     if (std::find(rewards.begin(), rewards.end(), name) != rewards.end()) continue;
     const auto found = std::find_if(known.begin(), known.end(), [&](const PluginInfo& p) { return p.name == name; });
     const bool is_sampler = (!sampler.empty() && name == sampler) ||

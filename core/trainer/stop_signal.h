@@ -1,8 +1,8 @@
 // SIGINT / SIGTERM during training. The handler only sets a flag: the loop
 // finishes its step and saves. Calls that can stall for minutes (a sampler
 // plugin, a rollout server) run through run_interruptible(), which stops
-// waiting for them once the flag is set, so a scheduler's SIGTERM is answered
-// within seconds and never turns into its follow-up kill -9.
+// waiting for them a few seconds after the flag is set, so a scheduler's
+// SIGTERM is answered within seconds and never turns into its kill -9.
 #pragma once
 
 #include <chrono>
@@ -38,11 +38,16 @@ class StopSignals {
 
 bool stop_requested();
 
-// fn() on a thread of its own; its result, or StopRequested(what) as soon as a
-// stop is requested while it runs. Exceptions of fn() reach the caller.
+// How long a call may still run after a stop is requested before it is
+// given up. Calls that finish within it end their step normally, so every
+// rank of a data parallel run still stops after the same step.
+inline constexpr std::chrono::seconds kStopGrace{3};
+
+// fn() on a thread of its own; its result, or StopRequested(what) once a stop
+// has been requested and fn() has not returned kStopGrace later. Exceptions
+// of fn() reach the caller.
 template <class T>
 T run_interruptible(std::function<T()> fn, const std::string& what) {
-  if (stop_requested()) throw StopRequested(what);
   auto result = std::make_shared<std::promise<T>>();
   std::future<T> done = result->get_future();
   std::thread([result, fn = std::move(fn)] {
@@ -52,8 +57,9 @@ T run_interruptible(std::function<T()> fn, const std::string& what) {
       result->set_exception(std::current_exception());
     }
   }).detach();
-  while (done.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready)
-    if (stop_requested()) throw StopRequested(what);
+  while (!stop_requested())
+    if (done.wait_for(std::chrono::milliseconds(50)) == std::future_status::ready) return done.get();
+  if (done.wait_for(kStopGrace) != std::future_status::ready) throw StopRequested(what);
   return done.get();
 }
 

@@ -2,6 +2,7 @@
 // arrow-rs (parquet-wasm), see tests/data/parquet/make_fixtures.mjs — and the
 // rows those writers were given, kept beside them as JSONL.
 #include <filesystem>
+#include <cstring>
 #include <fstream>
 
 #include <gtest/gtest.h>
@@ -79,7 +80,8 @@ TEST(Parquet, TheFixturesCoverWhatTheReaderClaims) {
     if (entry.path().extension() != ".parquet") continue;
     std::ifstream in(entry.path(), std::ios::binary);
     const std::string all = bytes_of(entry.path().string());
-    const uint32_t len = *reinterpret_cast<const uint32_t*>(all.data() + all.size() - 8);
+    uint32_t len = 0;  // the footer length, little-endian, at no particular alignment
+    std::memcpy(&len, all.data() + all.size() - 8, sizeof len);
     size_t used = 0;
     const FileMeta meta = parse_file_meta(
         read_struct(reinterpret_cast<const uint8_t*>(all.data() + all.size() - 8 - len), len, used));
@@ -131,7 +133,8 @@ TEST(Parquet, ARowLimitStopsInsideTheFirstRowGroupAndSpansRowGroups) {
   // reading #100 never touches it.
   std::string bytes = bytes_of(kDir + "duckdb_snappy.parquet");
   using namespace grpo::data::parquet;
-  const uint32_t len = *reinterpret_cast<const uint32_t*>(bytes.data() + bytes.size() - 8);
+  uint32_t len = 0;
+  std::memcpy(&len, bytes.data() + bytes.size() - 8, sizeof len);
   size_t used = 0;
   const FileMeta meta = parse_file_meta(
       read_struct(reinterpret_cast<const uint8_t*>(bytes.data() + bytes.size() - 8 - len), len, used));

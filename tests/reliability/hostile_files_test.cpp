@@ -176,3 +176,9 @@ TEST(HostileOutput, SecretsAreNotWrittenToTheResolvedConfiguration) {
   EXPECT_EQ(read_file(dir + "/args.yaml").find("s3cret"), std::string::npos);
   EXPECT_NE(read_file(dir + "/args.yaml").find("base_url: \"http://127.0.0.1:1\""), std::string::npos) << read_file(dir + "/args.yaml");
 }
+
+TEST(HostileFiles, AConfigValueThatIsNotUtf8IsAnErrorNamingTheLine) {
+  const std::string dir = temp_dir("hostile_utf8");
+  write_file(dir + "/bad.yaml", "num_generations: 4\nsystem: \"caf\xff\"\n");
+  expect_refused(run_host("train --config " + dir + "/bad.yaml"), {dir + "/bad.yaml:2", "UTF-8"});
+}

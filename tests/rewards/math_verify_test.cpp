@@ -140,6 +140,20 @@ TEST(MathVerifyEquiv, Symbolic) {
   EXPECT_EQ(reward("\\boxed{C}", "$B$"), 0.0);
 }
 
+// Substituting sample points into 0^w used to throw inside GiNaC, which
+// leaked what it was building; the sanitizer build (scripts/fuzz.sh) runs
+// this under LeakSanitizer.
+TEST(MathVerifyEquiv, ZeroToASymbolicPowerIsComparedWithoutSamplePoints) {
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(reward("\\boxed{0^{w}}", "$\\frac{1}{2}$"), 0.0);
+    EXPECT_EQ(reward("\\boxed{0^{ww/d2}}", "$0^{w}$"), 0.0);
+  }
+  EXPECT_EQ(reward("\\boxed{0^{w}}", "$0^{w}$"), 1.0);  // the same expression needs no sample points
+  EXPECT_EQ(reward("\\boxed{0^{0}}", "$1$"), 1.0);  // as sympy's 0**0
+  for (const char* undefined : {"\\boxed{0^{-1}}", "\\boxed{0^1^{0/o3}}"})
+    EXPECT_EQ(reward(undefined, "$2$"), 0.0) << undefined;
+}
+
 TEST(MathVerifyEquiv, Equations) {
   EXPECT_EQ(reward("\\boxed{x=5}", "5"), 1.0);
   EXPECT_EQ(reward("\\boxed{5}", "$x=5$"), 1.0);

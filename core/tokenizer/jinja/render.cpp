@@ -208,7 +208,7 @@ class Renderer : public std::enable_shared_from_this<Renderer> {
         scope->set("caller", value);
         continue;
       }
-      auto it = std::find_if(params.begin(), params.end(), [&](const MacroParam& p) { return p.name == key; });
+      auto it = std::find_if(params.begin(), params.end(), [&wanted = key](const MacroParam& p) { return p.name == wanted; });
       if (it != params.end()) {
         size_t i = static_cast<size_t>(it - params.begin());
         if (bound[i]) throw JinjaError("macro '" + name + "' got multiple values for argument '" + key + "'");

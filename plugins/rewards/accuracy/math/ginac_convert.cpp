@@ -43,6 +43,9 @@ double digits_of(const numeric& n) {
 
 // Exact powers whose result would be enormous (GiNaC computes them eagerly).
 ex checked_pow(const ex& base, const ex& e) {
+  // pow(0, e <= 0) throws from inside GiNaC, which then leaks the object it was building.
+  if (base.is_zero() && is_a<numeric>(e) && !(ex_to<numeric>(e).is_real() && ex_to<numeric>(e).is_positive()))
+    throw Unsupported{};
   if (is_a<numeric>(e) && ex_to<numeric>(e).is_real()) {
     const numeric k = ex_to<numeric>(e);
     const bool trivial_base = base.is_zero() || base.is_equal(1) || base.is_equal(-1);

@@ -148,6 +148,20 @@ bool Equiv::numerically_zero(const ex& g, const ex& p) {
   return GiNaC::abs(n) < numeric(1, 1000000000) * numeric(1, 100000000000);
 }
 
+namespace {
+
+// Substituting numbers into 0^e throws a pole error when e becomes <= 0, and
+// GiNaC then leaks the objects it was building: such expressions are never
+// compared at sample points (0^e is no identity to find there anyway).
+bool has_zero_base_power(const ex& e) {
+  if (is_a<GiNaC::power>(e) && e.op(0).is_zero()) return true;
+  for (size_t i = 0; i < e.nops(); ++i)
+    if (has_zero_base_power(e.op(i))) return true;
+  return false;
+}
+
+}  // namespace
+
 bool Equiv::symbolic_eq(const Value& g, const Value& p) {
   if (g.kind != Kind::Expr || p.kind != Kind::Expr) return false;
   const ex d = g.ex - p.ex;
@@ -160,6 +174,7 @@ bool Equiv::symbolic_eq(const Value& g, const Value& p) {
   const auto syms = conv_.symbols_of(d, &has_inf);
   if (has_inf) return false;
   if (syms.empty()) return numerically_zero(g.ex, p.ex);
+  if (has_zero_base_power(g.ex) || has_zero_base_power(p.ex)) return false;
   // Identities GiNaC does not simplify: compare at fixed sample points.
   static const double kPoints[3][4] = {{0.7318, -1.2467, 2.0931, 1.3813},
                                        {1.5123, 0.4391, -0.8627, 2.7719},
