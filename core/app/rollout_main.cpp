@@ -185,7 +185,11 @@ int main(int argc, char** argv) {
     // serve() returns after stop(); a return for another reason must still release the watcher.
     pthread_kill(watcher.native_handle(), SIGTERM);
     watcher.join();
-    return 0;
+    // Destroying the server would wait for a weight-transfer step in flight (a communicator
+    // waiting for its trainer: up to --comm_timeout_s); nothing is left to save, so end here.
+    spdlog::shutdown();
+    std::fflush(nullptr);
+    std::_Exit(0);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "grpo-rollout: %s\n", e.what());
     return 1;

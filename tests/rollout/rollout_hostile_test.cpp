@@ -5,9 +5,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <regex>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -94,4 +96,17 @@ TEST(RolloutHostile, AChunkedBodyIsRefusedBeforeItIsRead) {
   ASSERT_GT(n, 0) << "no answer within 10 s";
   EXPECT_EQ(std::string(buffer, 12), "HTTP/1.1 411") << buffer;
   EXPECT_EQ(server.get("/health/").status, 200);
+}
+
+// SIGTERM while a communicator waits for a trainer that never comes: the
+// server stops at once instead of waiting out --comm_timeout_s.
+TEST(RolloutHostile, SigtermDuringAPendingCommunicatorStopsAtOnce) {
+  RolloutProcess server(grpo::testing::tiny_model_dir(), {"--comm_timeout_s", "120"});
+  auto init = server.post("/init_communicator/",
+                          {{"host", "127.0.0.1"}, {"port", grpo::testing::free_port()}, {"world_size", 2}});
+  ASSERT_EQ(init.status, 200) << init.raw;
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the store is up and waiting
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(server.terminate(), 0) << server.log();
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0) << server.log();
 }
