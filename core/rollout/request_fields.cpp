@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "util/json_input.h"
@@ -33,9 +34,13 @@ const json* find(const json& obj, const std::string& key) {
 std::optional<int64_t> read_int(const json& obj, const std::string& key, const std::string& parent) {
   const json* v = find(obj, key);
   if (!v) return std::nullopt;
-  // 2.0 is accepted as 2 (pydantic does the same), 2.5 is not.
-  if (v->is_number_float() && v->get<double>() == static_cast<double>(static_cast<int64_t>(v->get<double>())))
-    return static_cast<int64_t>(v->get<double>());
+  // 2.0 is accepted as 2 (pydantic does the same), 2.5 is not; the range is
+  // checked before the conversion, which is undefined for -2e52.
+  if (v->is_number_float()) {
+    const double d = v->get<double>();
+    if (std::trunc(d) == d && d >= -9.2e18 && d <= 9.2e18) return static_cast<int64_t>(d);
+    if (std::trunc(d) == d) throw RequestError(field_path(parent, key), "integer out of range");
+  }
   if (!v->is_number_integer())
     throw RequestError(field_path(parent, key), fmt::format("expected an integer, got {}", util::json_excerpt(*v)));
   if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))

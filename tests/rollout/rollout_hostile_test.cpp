@@ -31,6 +31,10 @@ TEST(RolloutHostile, AValueNested100000DeepIs422AndTheServerKeepsServing) {
   r = server.post("/generate/", {{"prompts", {{1, 2}}}, {"n", json::array({json::array({1}), 2})}});
   EXPECT_EQ(r.status, 422) << r.raw;
   EXPECT_NE(r.body.value("error", "").find("expected an integer, got a list with 2 item(s)"), std::string::npos);
+  // A number past int64's range is refused before any conversion.
+  r = server.post_raw("/generate/", "{\"prompts\": [[1, 2]], \"n\": -2.2e52}");
+  EXPECT_EQ(r.status, 422) << r.raw;
+  EXPECT_EQ(r.body.value("field", ""), "n") << r.raw;
   EXPECT_EQ(server.get("/health/").status, 200);
 }
 
