@@ -212,6 +212,24 @@ TEST(Jinja, WhatPythonPrintsByAddressIsAnError) {
             std::string::npos);
 }
 
+// Found by chat_template_fuzz: 2,000 minus signs overflowed the renderer's
+// stack. Parsing bounds every kind of nesting, and deep trees are freed
+// without recursion.
+TEST(Jinja, NestingPastTheLimitIsAnErrorNotAStackOverflow) {
+  auto repeat = [](const std::string& piece, int n) {
+    std::string out;
+    for (int i = 0; i < n; ++i) out += piece;
+    return out;
+  };
+  const std::string deep = "nests expressions or blocks more than 256 levels deep";
+  for (const std::string& source :
+       {"{{ " + repeat("-", 100000) + "1 }}", "{{ " + repeat("not ", 5000) + "x }}", "{{ 1" + repeat(" + 1", 50000) + " }}",
+        "{{ " + repeat("(", 5000) + "1" + repeat(")", 5000) + " }}", "{{ x" + repeat("|trim", 20000) + " }}",
+        "{{ x" + repeat(".a", 20000) + " }}", repeat("{% if x %}", 3000) + repeat("{% endif %}", 3000)})
+    EXPECT_NE(error_of(source).find(deep), std::string::npos) << source.substr(0, 40) << ": " << error_of(source);
+  EXPECT_EQ(render("{{ " + repeat("-", 100) + "1 }}", ordered_json::object()), "1");
+}
+
 TEST(Jinja, RaiseExceptionKeepsTheTemplatesMessage) {
   const std::string source = "{% if messages|length > 1 %}\n{{ raise_exception('Only one message, please.') }}\n{% endif %}";
   try {

@@ -52,6 +52,9 @@ struct Expr {
   bool negated = false;          // Test: `is not`
 
   Expr(Kind k, int l) : kind(k), line(l) {}
+  // Releases the children one at a time, not recursively: a chain of 10,000
+  // operators is built by loops, and must be destroyed without recursion too.
+  ~Expr();
 };
 
 struct Stmt;
@@ -102,5 +105,13 @@ struct Stmt {
 
   Stmt(Kind k, int l) : kind(k), line(l) {}
 };
+
+// The deepest nesting in `body`: expressions inside expressions and bodies
+// inside statements, each counting one level. Walks without recursion.
+int nesting_depth(const Body& body);
+
+// What parsing accepts (and so what rendering, which recurses, meets):
+// real templates nest a dozen levels.
+inline constexpr int kMaxNesting = 256;
 
 }  // namespace grpo::tok::jinja

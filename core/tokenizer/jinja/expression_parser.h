@@ -18,6 +18,23 @@ class ExpressionParser : public TokenStream {
  protected:
   using K = Expr::Kind;
 
+  // Counts the parser's own recursion (sub-expressions, unary operators,
+  // nested blocks), so that no template can overflow its stack.
+  class Nest {
+   public:
+    explicit Nest(ExpressionParser& p) : p_(p) {
+      if (++p_.nesting_ > kMaxNesting)
+        p_.fail("the template nests expressions or blocks more than " + std::to_string(kMaxNesting) + " levels deep");
+    }
+    ~Nest() { --p_.nesting_; }
+    Nest(const Nest&) = delete;
+    Nest& operator=(const Nest&) = delete;
+
+   private:
+    ExpressionParser& p_;
+  };
+  int nesting_ = 0;
+
   // --- Expressions --------------------------------------------------------------
 
   bool tuple_end(const std::vector<std::string>& extra_end) const {
@@ -46,7 +63,10 @@ class ExpressionParser : public TokenStream {
     return e;
   }
 
-  ExprPtr parse_expression(bool with_condexpr) { return with_condexpr ? parse_condexpr() : parse_or(); }
+  ExprPtr parse_expression(bool with_condexpr) {
+    Nest nest(*this);
+    return with_condexpr ? parse_condexpr() : parse_or();
+  }
 
   ExprPtr parse_condexpr() {
     ExprPtr expr = parse_or();
@@ -92,6 +112,7 @@ class ExpressionParser : public TokenStream {
       int line = next().line;
       auto e = std::make_unique<Expr>(K::Unary, line);
       e->name = "not";
+      Nest nest(*this);
       e->a = parse_not();
       return e;
     }
@@ -169,6 +190,7 @@ class ExpressionParser : public TokenStream {
       const Token& t = next();
       node = std::make_unique<Expr>(K::Unary, t.line);
       node->name = t.text;
+      Nest nest(*this);
       node->a = parse_unary(false);
     } else {
       node = parse_primary();

@@ -25,6 +25,7 @@ class Parser : public ExpressionParser {
   // Text, {{ }} and statements up to a {% tag %} named in `end_tags`; the
   // stream is left on that tag's name.
   Body subparse(const std::vector<std::string>& end_tags) {
+    Nest nest(*this);
     Body body;
     while (cur().type != TokenType::End) {
       const Token& t = cur();
@@ -261,6 +262,13 @@ class Parser : public ExpressionParser {
 
 }  // namespace
 
-Body parse_template(const std::string& source) { return Parser(tokenize(source)).parse(); }
+Body parse_template(const std::string& source) {
+  Body body = Parser(tokenize(source)).parse();
+  // Operator chains (1 + 1 + ...) are built by loops: their depth is checked here, before rendering recurses.
+  if (nesting_depth(body) > kMaxNesting)
+    throw JinjaError("the template nests expressions or blocks more than " + std::to_string(kMaxNesting) +
+                     " levels deep");
+  return body;
+}
 
 }  // namespace grpo::tok::jinja
