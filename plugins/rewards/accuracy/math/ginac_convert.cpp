@@ -42,9 +42,12 @@ double digits_of(const numeric& n) {
 }
 
 // Exact powers whose result would be enormous (GiNaC computes them eagerly).
+// GiNaC throws a pole error from inside pow(0, e <= 0), a division by zero or
+// log(0), and then leaks the objects it was building: those are refused
+// before GiNaC sees them. 0^e with a symbolic e is refused too, since
+// expanding or substituting into it reaches the same throw.
 ex checked_pow(const ex& base, const ex& e) {
-  // pow(0, e <= 0) throws from inside GiNaC, which then leaks the object it was building.
-  if (base.is_zero() && is_a<numeric>(e) && !(ex_to<numeric>(e).is_real() && ex_to<numeric>(e).is_positive()))
+  if (base.is_zero() && !(is_a<numeric>(e) && ex_to<numeric>(e).is_real() && ex_to<numeric>(e).is_positive()))
     throw Unsupported{};
   if (is_a<numeric>(e) && ex_to<numeric>(e).is_real()) {
     const numeric k = ex_to<numeric>(e);
@@ -58,6 +61,16 @@ ex checked_pow(const ex& base, const ex& e) {
     }
   }
   return GiNaC::pow(base, e);
+}
+
+ex checked_div(const ex& numerator, const ex& denominator) {
+  if (denominator.is_zero()) throw Unsupported{};
+  return numerator / denominator;
+}
+
+ex checked_log(const ex& x) {
+  if (x.is_zero()) throw Unsupported{};
+  return GiNaC::log(x);
 }
 
 // Factorial / binomial argument: a symbol, or an integer of moderate size.
@@ -162,17 +175,17 @@ ex Converter::function(const Node& n) {
   }
   const ex& x = a[0];
   if (a.size() == 2) {
-    if (f == "log") return GiNaC::log(x) / GiNaC::log(a[1]);
-    if (f == "root") return checked_pow(x, GiNaC::pow(a[1], -1));
+    if (f == "log") return checked_div(checked_log(x), checked_log(a[1]));
+    if (f == "root") return checked_pow(x, checked_div(1, a[1]));
     if (f == "binomial") return GiNaC::binomial(checked_int_arg(x, 5000), checked_int_arg(a[1], 5000));
     throw Unsupported{};
   }
   if (f == "sin") return GiNaC::sin(x);
   if (f == "cos") return GiNaC::cos(x);
   if (f == "tan") return GiNaC::tan(x);
-  if (f == "cot") return 1 / GiNaC::tan(x);
-  if (f == "sec") return 1 / GiNaC::cos(x);
-  if (f == "csc") return 1 / GiNaC::sin(x);
+  if (f == "cot") return checked_div(1, GiNaC::tan(x));
+  if (f == "sec") return checked_div(1, GiNaC::cos(x));
+  if (f == "csc") return checked_div(1, GiNaC::sin(x));
   if (f == "arcsin") return GiNaC::asin(x);
   if (f == "arccos") return GiNaC::acos(x);
   if (f == "arctan") return GiNaC::atan(x);
@@ -180,8 +193,8 @@ ex Converter::function(const Node& n) {
   if (f == "cosh") return GiNaC::cosh(x);
   if (f == "tanh") return GiNaC::tanh(x);
   if (f == "exp") return GiNaC::exp(x);
-  if (f == "ln") return GiNaC::log(x);
-  if (f == "log10") return GiNaC::log(x) / GiNaC::log(ex(10));
+  if (f == "ln") return checked_log(x);
+  if (f == "log10") return checked_log(x) / GiNaC::log(ex(10));
   if (f == "sqrt") return GiNaC::sqrt(x);
   if (f == "abs") return GiNaC::abs(x);
   if (f == "factorial") {

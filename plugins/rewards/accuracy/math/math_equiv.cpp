@@ -150,9 +150,10 @@ bool Equiv::numerically_zero(const ex& g, const ex& p) {
 
 namespace {
 
-// Substituting numbers into 0^e throws a pole error when e becomes <= 0, and
-// GiNaC then leaks the objects it was building: such expressions are never
-// compared at sample points (0^e is no identity to find there anyway).
+// Expanding 0^e, or substituting numbers into it, throws a pole error when e
+// can be <= 0, and GiNaC then leaks the objects it was building: such
+// expressions are only compared as they are (the converter refuses to build
+// them; this guards what GiNaC's own evaluation may produce).
 bool has_zero_base_power(const ex& e) {
   if (is_a<GiNaC::power>(e) && e.op(0).is_zero()) return true;
   for (size_t i = 0; i < e.nops(); ++i)
@@ -166,6 +167,7 @@ bool Equiv::symbolic_eq(const Value& g, const Value& p) {
   if (g.kind != Kind::Expr || p.kind != Kind::Expr) return false;
   const ex d = g.ex - p.ex;
   if (d.is_zero()) return true;
+  if (has_zero_base_power(g.ex) || has_zero_base_power(p.ex)) return false;
   if (safe_to_expand(d)) {
     const ex e = d.expand();
     if (e.is_zero() || GiNaC::normal(e).is_zero()) return true;
@@ -174,7 +176,6 @@ bool Equiv::symbolic_eq(const Value& g, const Value& p) {
   const auto syms = conv_.symbols_of(d, &has_inf);
   if (has_inf) return false;
   if (syms.empty()) return numerically_zero(g.ex, p.ex);
-  if (has_zero_base_power(g.ex) || has_zero_base_power(p.ex)) return false;
   // Identities GiNaC does not simplify: compare at fixed sample points.
   static const double kPoints[3][4] = {{0.7318, -1.2467, 2.0931, 1.3813},
                                        {1.5123, 0.4391, -0.8627, 2.7719},
