@@ -91,12 +91,18 @@ TEST(FaultInjection, KillNineDuringSavesLeavesANewestCheckpointThatResumes) {
   const std::string dir = tiny_run_dir("fault_kill");
   const std::string command = "exec " + std::string(GRPO_HOST_EXE) + " " + run_flags(dir, 200) + "> " + dir +
                               "/train.log 2>&1";
-  for (int delay_ms : {1500, 2300, 3100}) {
+  // Each run starts over in the same folder; once it has logged a few steps
+  // (each followed by a save), it is killed a little later, at whatever
+  // point of its step or save that falls on.
+  for (int delay_ms : {0, 37, 111}) {
+    fs::remove(dir + "/out/logging.jsonl");
     const pid_t pid = ::fork();
     if (pid == 0) {
       ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
       ::_exit(127);
     }
+    for (int i = 0; i < 1200 && read_jsonl(dir + "/out/logging.jsonl").size() < 3; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     ::kill(pid, SIGKILL);
     int status = 0;
