@@ -18,23 +18,6 @@ class ExpressionParser : public TokenStream {
  protected:
   using K = Expr::Kind;
 
-  // Counts the parser's own recursion (sub-expressions, unary operators,
-  // nested blocks), so that no template can overflow its stack.
-  class Nest {
-   public:
-    explicit Nest(ExpressionParser& p) : p_(p) {
-      if (++p_.nesting_ > kMaxNesting)
-        p_.fail("the template nests expressions or blocks more than " + std::to_string(kMaxNesting) + " levels deep");
-    }
-    ~Nest() { --p_.nesting_; }
-    Nest(const Nest&) = delete;
-    Nest& operator=(const Nest&) = delete;
-
-   private:
-    ExpressionParser& p_;
-  };
-  int nesting_ = 0;
-
   // --- Expressions --------------------------------------------------------------
 
   bool tuple_end(const std::vector<std::string>& extra_end) const {
@@ -89,22 +72,24 @@ class ExpressionParser : public TokenStream {
     return e;
   }
 
-  ExprPtr parse_or() {
-    ExprPtr left = parse_and();
-    while (is_name("or")) {
-      int line = next().line;
-      left = binary("or", std::move(left), parse_and(), line);
+  // One left-associative level: operands from `operand`, joined while
+  // `at_operator` is true; the operator is the token's text.
+  template <class Operand, class AtOperator>
+  ExprPtr left_assoc(Operand operand, AtOperator at_operator) {
+    ExprPtr left = operand();
+    while (at_operator()) {
+      const Token& t = next();
+      left = binary(t.text, std::move(left), operand(), t.line);
     }
     return left;
   }
 
+  ExprPtr parse_or() {
+    return left_assoc([this] { return parse_and(); }, [this] { return is_name("or"); });
+  }
+
   ExprPtr parse_and() {
-    ExprPtr left = parse_not();
-    while (is_name("and")) {
-      int line = next().line;
-      left = binary("and", std::move(left), parse_not(), line);
-    }
-    return left;
+    return left_assoc([this] { return parse_not(); }, [this] { return is_name("and"); });
   }
 
   ExprPtr parse_not() {
@@ -149,39 +134,20 @@ class ExpressionParser : public TokenStream {
   }
 
   ExprPtr parse_math1() {
-    ExprPtr left = parse_concat();
-    while (is_op("+") || is_op("-")) {
-      const Token& t = next();
-      left = binary(t.text, std::move(left), parse_concat(), t.line);
-    }
-    return left;
+    return left_assoc([this] { return parse_concat(); }, [this] { return is_op("+") || is_op("-"); });
   }
 
   ExprPtr parse_concat() {
-    ExprPtr left = parse_math2();
-    while (is_op("~")) {
-      int line = next().line;
-      left = binary("~", std::move(left), parse_math2(), line);
-    }
-    return left;
+    return left_assoc([this] { return parse_math2(); }, [this] { return is_op("~"); });
   }
 
   ExprPtr parse_math2() {
-    ExprPtr left = parse_pow();
-    while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
-      const Token& t = next();
-      left = binary(t.text, std::move(left), parse_pow(), t.line);
-    }
-    return left;
+    return left_assoc([this] { return parse_pow(); },
+                      [this] { return is_op("*") || is_op("/") || is_op("//") || is_op("%"); });
   }
 
   ExprPtr parse_pow() {
-    ExprPtr left = parse_unary(true);
-    while (is_op("**")) {
-      int line = next().line;
-      left = binary("**", std::move(left), parse_unary(true), line);
-    }
-    return left;
+    return left_assoc([this] { return parse_unary(true); }, [this] { return is_op("**"); });
   }
 
   ExprPtr parse_unary(bool with_filter) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "tokenizer/jinja/ast.h"
 #include "tokenizer/jinja/error.h"
 #include "tokenizer/jinja/lexer.h"
 
@@ -43,10 +44,27 @@ class TokenStream {
     if (cur().type != type) fail(std::string("expected ") + what + ", got " + describe(cur()));
     return next();
   }
+
+  // Counts the parser's own recursion (sub-expressions, unary operators,
+  // nested blocks), so that no template can overflow its stack.
+  class Nest {
+   public:
+    explicit Nest(TokenStream& s) : s_(s) {
+      if (++s_.nesting_ > kMaxNesting)
+        s_.fail("the template nests expressions or blocks more than " + std::to_string(kMaxNesting) + " levels deep");
+    }
+    ~Nest() { --s_.nesting_; }
+    Nest(const Nest&) = delete;
+    Nest& operator=(const Nest&) = delete;
+
+   private:
+    TokenStream& s_;
+  };
   std::string expect_name() { return expect(TokenType::Name, "a name").text; }
 
   std::vector<Token> tokens_;
   size_t pos_ = 0;
+  int nesting_ = 0;  // see Nest
 };
 
 }  // namespace grpo::tok::jinja
