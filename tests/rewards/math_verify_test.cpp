@@ -151,7 +151,9 @@ TEST(MathVerifyEquiv, ZeroToASymbolicPowerIsComparedWithoutSamplePoints) {
   EXPECT_EQ(reward("\\boxed{0^{w}}", "$0^{w}$"), 1.0);  // the same expression needs no sample points
   EXPECT_EQ(reward("\\boxed{0^{0}}", "$1$"), 1.0);  // as sympy's 0**0
   for (const char* undefined : {"\\boxed{0^{-1}}", "\\boxed{0^1^{0/o3}}", "\\boxed{0^{1/2x - y^{e}x}}",
-                                "\\boxed{\\log_{1} 5}", "\\boxed{\\ln 0}", "\\boxed{\\csc 0}", "\\boxed{\\cot 0}"})
+                                "\\boxed{\\log_{1} 5}", "\\boxed{\\ln 0}", "\\boxed{\\csc 0}", "\\boxed{\\cot 0}",
+                                "\\boxed{2^{777777777777777777771z/4}}", "\\boxed{x^{2 e e e e e e e e e m e e e e}}",
+                                "\\boxed{2^{55555555555555555555557777-7N}}"})
     EXPECT_EQ(reward(undefined, "$2$"), 0.0) << undefined;
 }
 

@@ -46,9 +46,24 @@ double digits_of(const numeric& n) {
 // log(0), and then leaks the objects it was building: those are refused
 // before GiNaC sees them. 0^e with a symbolic e is refused too, since
 // expanding or substituting into it reaches the same throw.
+// Whether a number in `e` is larger than `limit` in magnitude (walked without recursion).
+bool holds_number_over(const ex& e, long limit) {
+  std::vector<ex> pending{e};
+  while (!pending.empty()) {
+    const ex x = pending.back();
+    pending.pop_back();
+    if (is_a<numeric>(x) && GiNaC::abs(ex_to<numeric>(x)) > numeric(limit)) return true;
+    for (size_t i = 0; i < x.nops(); ++i) pending.push_back(x.op(i));
+  }
+  return false;
+}
+
 ex checked_pow(const ex& base, const ex& e) {
   if (base.is_zero() && !(is_a<numeric>(e) && ex_to<numeric>(e).is_real() && ex_to<numeric>(e).is_positive()))
     throw Unsupported{};
+  // 2^(10^25 - x): expanding splits the sum and computes 2^(10^25) eagerly.
+  const bool trivial = base.is_equal(1) || base.is_equal(-1);
+  if (!is_a<numeric>(e) && !trivial && holds_number_over(e, kMaxExponent)) throw Unsupported{};
   if (is_a<numeric>(e) && ex_to<numeric>(e).is_real()) {
     const numeric k = ex_to<numeric>(e);
     const bool trivial_base = base.is_zero() || base.is_equal(1) || base.is_equal(-1);

@@ -1,6 +1,11 @@
 #include "math_equiv.h"
 
+#include <cmath>
+#include <complex>
+#include <map>
 #include <mutex>
+#include <optional>
+#include <string>
 
 #include "equiv_impl.h"
 #include "rational_fast.h"
@@ -150,6 +155,56 @@ bool Equiv::numerically_zero(const ex& g, const ex& p) {
 
 namespace {
 
+using Complex = std::complex<double>;
+using Point = std::map<ex, Complex, GiNaC::ex_is_less>;
+
+// The value of `e` at `point` in double-precision complex arithmetic (the
+// principal branches GiNaC's evalf takes), or nullopt where it is undefined,
+// not finite or holds what this does not evaluate. Computed here rather than
+// by GiNaC's subs and evalf, whose exceptions (poles, overflows) leak what
+// they were building.
+std::optional<Complex> value_at(const ex& e, const Point& point, int depth = 0) {
+  if (depth > 256) return std::nullopt;
+  std::optional<Complex> out;
+  if (is_a<numeric>(e)) {
+    const numeric& n = ex_to<numeric>(e);
+    out = Complex(n.real().to_double(), n.imag().to_double());
+  } else if (is_a<GiNaC::symbol>(e)) {
+    if (auto it = point.find(e); it != point.end()) out = it->second;
+  } else if (e.is_equal(GiNaC::Pi)) {
+    out = Complex(M_PI);
+  } else if (is_a<GiNaC::add>(e) || is_a<GiNaC::mul>(e)) {
+    const bool sum = is_a<GiNaC::add>(e);
+    Complex acc = sum ? 0.0 : 1.0;
+    for (size_t i = 0; i < e.nops(); ++i) {
+      const auto v = value_at(e.op(i), point, depth + 1);
+      if (!v) return std::nullopt;
+      acc = sum ? acc + *v : acc * *v;
+    }
+    out = acc;
+  } else if (is_a<GiNaC::power>(e)) {
+    const auto base = value_at(e.op(0), point, depth + 1), exponent = value_at(e.op(1), point, depth + 1);
+    if (!base || !exponent || *base == Complex(0.0)) return std::nullopt;
+    out = std::pow(*base, *exponent);
+  } else if (is_a<GiNaC::function>(e) && e.nops() == 1) {
+    const auto x = value_at(e.op(0), point, depth + 1);
+    if (!x) return std::nullopt;
+    static const std::map<std::string, Complex (*)(const Complex&)> kFunctions = {
+        {"sin", [](const Complex& z) { return std::sin(z); }},   {"cos", [](const Complex& z) { return std::cos(z); }},
+        {"tan", [](const Complex& z) { return std::tan(z); }},   {"exp", [](const Complex& z) { return std::exp(z); }},
+        {"log", [](const Complex& z) { return std::log(z); }},   {"asin", [](const Complex& z) { return std::asin(z); }},
+        {"acos", [](const Complex& z) { return std::acos(z); }}, {"atan", [](const Complex& z) { return std::atan(z); }},
+        {"sinh", [](const Complex& z) { return std::sinh(z); }}, {"cosh", [](const Complex& z) { return std::cosh(z); }},
+        {"tanh", [](const Complex& z) { return std::tanh(z); }},
+        {"abs", [](const Complex& z) { return Complex(std::abs(z)); }}};
+    const auto f = kFunctions.find(ex_to<GiNaC::function>(e).get_name());
+    if (f == kFunctions.end()) return std::nullopt;
+    out = f->second(*x);
+  }
+  if (!out || !std::isfinite(out->real()) || !std::isfinite(out->imag())) return std::nullopt;
+  return out;
+}
+
 // Expanding 0^e, or substituting numbers into it, throws a pole error when e
 // can be <= 0, and GiNaC then leaks the objects it was building: such
 // expressions are only compared as they are (the converter refuses to build
@@ -182,21 +237,18 @@ bool Equiv::symbolic_eq(const Value& g, const Value& p) {
                                        {-2.2579, 1.8843, 0.6229, -0.3451}};
   int checked = 0;
   for (const auto& point : kPoints) {
-    GiNaC::exmap sub;
-    for (size_t k = 0; k < syms.size(); ++k) {
-      sub[syms[k]] = numeric(point[k % 4] + 0.173 * static_cast<double>(k / 4));
-    }
+    Point at;
+    for (size_t k = 0; k < syms.size(); ++k) at[syms[k]] = point[k % 4] + 0.173 * static_cast<double>(k / 4);
+    std::optional<Complex> a, b;
     try {
-      const ex gv = g.ex.subs(sub).evalf();
-      const ex pv = p.ex.subs(sub).evalf();
-      if (!is_a<numeric>(gv) || !is_a<numeric>(pv)) continue;
-      const numeric a = ex_to<numeric>(gv), b = ex_to<numeric>(pv);
-      const numeric tol = numeric(1, 1000000000) * (numeric(1) + GiNaC::abs(a) + GiNaC::abs(b));
-      if (GiNaC::abs(a - b) > tol) return false;
-      ++checked;
-    } catch (const std::exception&) {
-      // A pole at this point: try the others.
+      a = value_at(g.ex, at);
+      b = value_at(p.ex, at);
+    } catch (const std::exception&) {  // CLN on a number past double's range
+      continue;
     }
+    if (!a || !b) continue;  // a pole or an overflow at this point: try the others
+    if (std::abs(*a - *b) > 1e-9 * (1 + std::abs(*a) + std::abs(*b))) return false;
+    ++checked;
   }
   return checked >= 2;
 }
