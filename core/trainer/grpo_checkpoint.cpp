@@ -2,13 +2,19 @@
 // weights (the checkpoint's model), AdamW's moments (one file per rank under
 // ZeRO), the step, the prompt order, the sampling-seed counter and the
 // random state.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <fstream>
 #include <sstream>
 
 #include <spdlog/spdlog.h>
 #include <torch/serialize.h>
 
+#include "model/checkpoint_files.h"
 #include "trainer/checkpoint.h"
 #include "trainer/grpo_trainer.h"
 #include "util/json_input.h"
@@ -34,6 +40,29 @@ std::string first_line(const std::exception& e) {
   const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
   const std::string what = c10_error ? c10_error->what_without_backtrace() : e.what();
   return what.substr(0, what.find('\n'));
+}
+
+// LibTorch's archive writer aborts the process when a write comes up short
+// (a full disk): it throws from its destructor. So it writes through this
+// function, which reports every write as whole, keeps the first error, and
+// raises it naming the file once the archive is done.
+template <class Value>
+void save_archive(const Value& value, const fs::path& file) {
+  const std::string name = file.filename().string();
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> out(std::fopen(file.c_str(), "wb"), &std::fclose);
+  if (!out) throw std::runtime_error(name + ": cannot create: " + std::strerror(errno));
+  int error = 0;
+  const std::function<size_t(const void*, size_t)> writer = [&](const void* data, size_t n) {
+    if (error == 0 && std::fwrite(data, 1, n, out.get()) != n) error = errno != 0 ? errno : EIO;
+    return n;
+  };
+  try {
+    torch::save(value, writer);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(name + ": " + first_line(e));
+  }
+  if (error == 0 && std::fflush(out.get()) != 0) error = errno;
+  if (error != 0) throw std::runtime_error(name + ": " + std::strerror(error));
 }
 
 template <class Value>
@@ -100,12 +129,13 @@ void GrpoTrainer::save_checkpoint(bool gather_shards) {
       *policy_.policy, s_.checkpoint, policy_.global_step, s_.model.dir, state, [&](const std::string& tmp) {
         if (sharded) {
           for (size_t r = 0; r < shards.size(); ++r)
-            std::ofstream(fs::path(tmp) / shard_file(static_cast<int>(r), world_.size()), std::ios::binary) << shards[r];
+            model::write_text_atomically((fs::path(tmp) / shard_file(static_cast<int>(r), world_.size())).string(),
+                                         shards[r]);
         } else {
-          torch::save(*policy_.optimizer, (fs::path(tmp) / "optimizer.pt").string());
+          save_archive(*policy_.optimizer, fs::path(tmp) / "optimizer.pt");
         }
         // LoRA dropout draws from the default generator: resume its sequence too.
-        torch::save(at::globalContext().defaultGenerator(at::kCPU).get_state(), (fs::path(tmp) / "rng_state.pt").string());
+        save_archive(at::globalContext().defaultGenerator(at::kCPU).get_state(), fs::path(tmp) / "rng_state.pt");
       });
 }
 
