@@ -11,6 +11,7 @@
 
 #include "model/checkpoint_files.h"
 #include "model/lora_files.h"
+#include "trainer/jsonl_appender.h"
 #include "model/weights.h"
 
 namespace grpo::trainer {
@@ -60,12 +61,6 @@ std::optional<int64_t> checkpoint_step(const std::string& name) {
   return std::stoll(digits);
 }
 
-std::string free_space(const fs::path& dir) {
-  std::error_code ec;
-  const fs::space_info space = fs::space(dir, ec);
-  return ec ? "unknown" : fmt::format("{:.1f} MiB", static_cast<double>(space.available) / (1 << 20));
-}
-
 void remove_older_checkpoints(const fs::path& output_dir, int64_t limit) {
   std::vector<std::pair<int64_t, fs::path>> existing;
   for (const auto& e : fs::directory_iterator(output_dir))
@@ -101,7 +96,7 @@ std::string save_checkpoint(model::CausalLMImpl& model, const CheckpointSettings
     throw CheckpointWriteError(fmt::format(
         "cannot write {}: {} ({} free on that disk; is it full?). The checkpoints saved before are intact; free "
         "space or choose another --output_dir, then continue with --resume_from_checkpoint on the newest",
-        final_dir.string(), e.what(), free_space(output_dir)));
+        final_dir.string(), e.what(), free_space(output_dir.string())));
   }
   fs::remove_all(final_dir);
   fs::rename(tmp, final_dir);  // a crash never leaves half a checkpoint under the final name

@@ -12,15 +12,11 @@
 
 namespace grpo::trainer {
 
-namespace {
-
-std::string free_space_of(const std::string& path) {
+std::string free_space(const std::string& dir) {
   std::error_code ec;
-  const auto space = std::filesystem::space(std::filesystem::path(path).parent_path(), ec);
+  const auto space = std::filesystem::space(dir, ec);
   return ec ? "unknown" : fmt::format("{:.1f} MiB", static_cast<double>(space.available) / (1 << 20));
 }
-
-}  // namespace
 
 JsonlAppender::JsonlAppender(std::string path) : path_(std::move(path)) {
   fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
@@ -47,7 +43,7 @@ void JsonlAppender::append(const std::string& lines) {
         (void)cut;
       }
       throw LogWriteError(fmt::format("cannot write {}: {} ({} free on that disk; is it full?)", path_,
-                                      std::strerror(err), free_space_of(path_)));
+                                      std::strerror(err), free_space(std::filesystem::path(path_).parent_path().string())));
     }
   }
 }

@@ -15,6 +15,10 @@ class LogWriteError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The space left on the disk holding `dir` ("12.3 MiB", or "unknown"), for
+// messages about failed writes.
+std::string free_space(const std::string& dir);
+
 class JsonlAppender {
  public:
   explicit JsonlAppender(std::string path);  // creates the file; throws LogWriteError when it cannot
