@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs, builds, and trains a small model from scratch on this machine
-# (no GPU, no network): init-model -> sft warm start on synthetic additions ->
-# GRPO with the accuracy and format reward plugins -> a before/after table on
-# held-out prompts.
+# (no GPU, no network): init-model -> sft warm start on additions demonstrated
+# by an unreliable teacher -> GRPO with the accuracy and format reward plugins ->
+# a before/after table on held-out prompts (configs/quickstart/make_data.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -18,17 +18,24 @@ $HOST train --config configs/quickstart/grpo.yaml
 train_s=$(( $(date +%s) - start ))
 
 evaluate() {  # prints: accuracy format mean_length
-  $HOST evaluate --model "$1" --dataset configs/quickstart/test.jsonl --reward_funcs accuracy format \
+  $HOST evaluate --model "$1" --dataset "$2" --reward_funcs accuracy format \
     --max_completion_length 64 2>/dev/null |
     awk '/^  accuracy/{a=$2} /^  format/{f=$2} /mean length/{l=$4} END{print a, f, l}'
 }
-read -r acc0 fmt0 len0 < <(evaluate "$OUT/sft/checkpoint-300")
-read -r acc1 fmt1 len1 < <(evaluate "$OUT/grpo/checkpoint-100")
+read -r acc0 fmt0 len0 < <(evaluate "$OUT/sft/checkpoint-600" configs/quickstart/test.jsonl)
+read -r acc1 fmt1 len1 < <(evaluate "$OUT/grpo/checkpoint-60" configs/quickstart/test.jsonl)
+read -r teach0 _ _ < <(evaluate "$OUT/sft/checkpoint-600" configs/quickstart/test_teacher.jsonl)
+read -r teach1 _ _ < <(evaluate "$OUT/grpo/checkpoint-60" configs/quickstart/test_teacher.jsonl)
 
 echo
-echo "Held-out prompts (configs/quickstart/test.jsonl, 64 additions, greedy):"
-printf '%-28s %10s %10s\n' "" "after sft" "after grpo"
-printf '%-28s %10s %10s\n' "accuracy (reward)" "$acc0" "$acc1"
-printf '%-28s %10s %10s\n' "format rate (reward)" "$fmt0" "$fmt1"
-printf '%-28s %10s %10s\n' "mean length (tokens)" "$len0" "$len1"
+echo "Held-out prompts (configs/quickstart/test.jsonl, 36 additions GRPO never saw, greedy):"
+printf '%-34s %10s %10s\n' "" "after sft" "after grpo"
+printf '%-34s %10s %10s\n' "accuracy (reward)" "$acc0" "$acc1"
+printf '%-34s %10s %10s\n' "teacher's mistake (sum + 1)" "$teach0" "$teach1"
+printf '%-34s %10s %10s\n' "format rate (reward)" "$fmt0" "$fmt1"
+printf '%-34s %10s %10s\n' "mean length (tokens)" "$len0" "$len1"
+sampled_accuracy() {  # the accuracy reward of GRPO's sampled completions at a logged step
+  grep -o '"rewards/accuracy/mean":[0-9.e-]*' "$OUT/grpo/logging.jsonl" | sed -n "$1" | cut -d: -f2 | xargs printf '%.2f'
+}
+echo "GRPO's sampled completions (temperature 1): accuracy reward $(sampled_accuracy 1p) at step 10, $(sampled_accuracy '$p') at step 60"
 echo "training (init + sft + grpo): ${train_s} s; logs in $OUT/grpo/logging.jsonl, completions in $OUT/grpo/completions.jsonl"
