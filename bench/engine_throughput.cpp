@@ -1,17 +1,24 @@
-// Generation engine throughput for a ~25M-parameter model (preset base25m),
-// each number next to the roofline measured in the same run:
+// Generation engine throughput at a model's shape (default: preset base25m,
+// ~25M parameters; --shape qwen2.5-0.5b|qwen2.5-1.5b: those models' exact
+// configs with random weights; --model DIR: a checkpoint), each number next to
+// the roofline measured in the same run:
 //  - decode tokens/s at batch 1, 16, 64 vs the matmul GFLOP/s of the model's
-//    own layer shapes at that batch, and vs memory bandwidth (weights read per step);
+//    own layer and lm_head shapes at that batch, and vs memory bandwidth
+//    (weights read per step);
+//  - with --peer, the same decode by a plain PyTorch eager implementation
+//    (bench/peer/qwen2_peer.py under Debian's python3-torch) and our/peer ratios;
 //  - prefill and log-probability pass tokens/s;
 //  - prefix sharing: a G=8 group prefilled once vs eight times;
 //  - peak RSS.
-//   bench_engine [--dtype float32|bfloat16|both] [--device cpu|cuda] [--new_tokens 32] [--threads N]
+//   bench_engine [--shape NAME | --model DIR] [--dtype float32|bfloat16|both] [--device cpu|cuda]
+//                [--new_tokens 32] [--threads N] [--peer]
 //                [--profile_batch B]  (decode at batch B only, repeated: for perf record)
 #include <sys/resource.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string>
 
 #include <torch/types.h>
@@ -21,8 +28,11 @@
 #include "model/logprobs.h"
 #include "model/presets.h"
 #include "model/threads.h"
+#include "model/weights.h"
+#include "peer.h"
 
 using namespace grpo::model;
+using grpo::bench::peer_decode;
 
 namespace {
 
@@ -53,7 +63,8 @@ double best_time(int runs, F fn) {
 
 at::TensorOptions on_device() { return at::TensorOptions().device(g_device); }
 
-// GFLOP/s of the model's matmuls ([B, in] x [in, out] for every linear layer) at batch B.
+// GFLOP/s of the model's matmuls at batch B: [B, in] x [in, out] for every
+// linear layer of every decoder layer, then the lm_head once.
 double matmul_gflops(const ModelConfig& c, int64_t B, at::ScalarType dtype) {
   const int64_t H = c.hidden_size, I = c.intermediate_size, D = c.head_dim;
   std::vector<std::pair<int64_t, int64_t>> shapes = {
@@ -67,9 +78,12 @@ double matmul_gflops(const ModelConfig& c, int64_t B, at::ScalarType dtype) {
     flops += 2.0 * static_cast<double>(B * in * out);
   }
   flops *= static_cast<double>(c.num_hidden_layers);
-  double t = best_time(5, [&] {
+  at::Tensor head_x = at::randn({B, H}, on_device()).to(dtype), head_w = at::randn({c.vocab_size, H}, on_device()).to(dtype);
+  flops += 2.0 * static_cast<double>(B * H * c.vocab_size);
+  double t = best_time(3, [&] {
     for (int64_t l = 0; l < c.num_hidden_layers; ++l)
       for (size_t i = 0; i < xs.size(); ++i) at::linear(xs[i], ws[i]);
+    at::linear(head_x, head_w);
   });
   return flops / t / 1e9;
 }
@@ -88,61 +102,88 @@ long peak_rss_mb() {
 }
 
 int64_t g_profile_batch = 0;
+std::string g_shape = "base25m", g_model_dir;
+bool g_peer = false;
 
-void run(at::ScalarType dtype, int64_t new_tokens) {
-  nlohmann::json json = preset_config("qwen2", "base25m", 512);
-  CausalLM lm(ModelConfig::from_json(json, "base25m"));
+// The model under test, in `dtype`: a checkpoint, or a preset shape with random weights.
+CausalLM make_model(at::ScalarType dtype) {
+  if (!g_model_dir.empty()) {
+    CausalLM lm = load_model(g_model_dir, dtype);
+    lm->to(g_device);
+    return lm;
+  }
+  CausalLM lm(ModelConfig::from_json(preset_config("qwen2", g_shape, 512), g_shape));
   init_weights(*lm, 0);
   lm->to(g_device, dtype);
+  return lm;
+}
+
+void run(at::ScalarType dtype, int64_t new_tokens) {
+  CausalLM lm = make_model(dtype);
   const ModelConfig& c = lm->config();
-  int64_t params = 0, body = 0;
+  // Weights each decoded token multiplies: every matrix outside the embedding,
+  // plus the embedding again when it is also the lm_head.
+  int64_t params = 0, per_token = 0;
   for (auto& p : lm->named_parameters()) {
     params += p.value().numel();
-    if (p.key().find("embed_tokens") == std::string::npos) body += p.value().numel();
+    if (p.key().find("embed_tokens") == std::string::npos) per_token += p.value().numel();
   }
+  if (c.tie_word_embeddings) per_token += c.vocab_size * c.hidden_size;
   const double bytes_per_param = dtype == at::kFloat ? 4.0 : 2.0;
   const double gbps = stream_gbps();
-  std::printf("\n== %s on %s: %lld parameters (%lld outside the embedding), %d CPU threads, memory %.1f GB/s\n",
-              c10::toString(dtype), g_device.str().c_str(), static_cast<long long>(params), static_cast<long long>(body),
-              at::get_num_threads(), gbps);
+  std::printf("\n== %s, %s on %s: %lld parameters (%lld multiplied per token, lm_head included), vocabulary %lld, "
+              "%d CPU threads, memory %.1f GB/s\n",
+              g_model_dir.empty() ? g_shape.c_str() : g_model_dir.c_str(), c10::toString(dtype),
+              g_device.str().c_str(), static_cast<long long>(params), static_cast<long long>(per_token),
+              static_cast<long long>(c.vocab_size), at::get_num_threads(), gbps);
 
   Engine engine(lm);
   SamplingParams sp;
   sp.max_new_tokens = new_tokens;
+  const std::vector<int32_t> prompt(16, 7);
   if (g_profile_batch > 0) {
-    GenerateRequest req{std::vector<int32_t>(16, 7), g_profile_batch, 1, {}};
+    GenerateRequest req{prompt, g_profile_batch, 1, {}};
     double t = best_time(10, [&] { engine.generate({req}, sp); });
     std::printf("batch %lld: %.0f tokens/s\n", static_cast<long long>(g_profile_batch),
                 static_cast<double>(g_profile_batch * new_tokens) / t);
     return;
   }
-  std::printf("%-8s %12s %14s %16s %12s %14s\n", "batch", "tokens/s", "model GFLOP/s", "matmul GFLOP/s", "of matmul",
-              "of memory bw");
-  for (int64_t B : {1, 16, 64}) {
-    GenerateRequest req{std::vector<int32_t>(16, 7), B, 1, {}};
+  const std::vector<int64_t> batches = {1, 16, 64};
+  std::map<int64_t, double> peer;
+  if (g_peer) peer = peer_decode(c, dtype, batches, static_cast<int64_t>(prompt.size()), new_tokens);
+  std::printf("%-6s %10s %12s %12s %10s %10s %10s %10s\n", "batch", "tokens/s", "model GF/s", "matmul GF/s",
+              "of matmul", "of mem bw", "peer tok/s", "ours/peer");
+  for (int64_t B : batches) {
+    GenerateRequest req{prompt, B, 1, {}};
+    engine.generate({req}, sp);  // warm-up: the first call pays for kernels and buffers
     double t = best_time(2, [&] { engine.generate({req}, sp); });
     const double tokens_s = static_cast<double>(B * new_tokens) / t;
-    const double model_gflops = 2.0 * static_cast<double>(body) * tokens_s / 1e9;
+    const double model_gflops = 2.0 * static_cast<double>(per_token) * tokens_s / 1e9;
     const double peak = matmul_gflops(c, B, dtype);
     // Each decoding step reads every weight once: bandwidth bound at batch 1.
-    const double bw_fraction = static_cast<double>(body) * bytes_per_param * (tokens_s / B) / 1e9 / gbps;
-    std::printf("%-8lld %12.0f %14.1f %16.1f %11.0f%% %13.0f%%\n", static_cast<long long>(B), tokens_s, model_gflops,
+    const double bw_fraction = static_cast<double>(per_token) * bytes_per_param * (tokens_s / B) / 1e9 / gbps;
+    std::printf("%-6lld %10.1f %12.1f %12.1f %9.0f%% %9.0f%%", static_cast<long long>(B), tokens_s, model_gflops,
                 peak, 100 * model_gflops / peak, 100 * bw_fraction);
+    if (peer.count(B)) std::printf(" %10.1f %9.2fx", peer[B], tokens_s / peer[B]);
+    std::printf("\n");
   }
 
   torch::NoGradGuard no_grad;
-  at::Tensor prompts = at::randint(0, 512, {8, 256}, on_device().dtype(at::kLong));
+  // Fewer rows at a real model's size, where one row of 512 tokens is already seconds.
+  const int64_t rows = c.vocab_size > 4096 ? 2 : 8;
+  at::Tensor prompts = at::randint(0, c.vocab_size, {rows, 256}, on_device().dtype(at::kLong));
   double prefill = best_time(2, [&] {
     KvCache cache = lm->new_cache();
     lm->hidden_states(prompts, {}, {}, &cache);
   });
-  at::Tensor seqs = at::randint(0, 512, {8, 512}, on_device().dtype(at::kLong));
+  at::Tensor seqs = at::randint(0, c.vocab_size, {rows, 512}, on_device().dtype(at::kLong));
   double logprob = best_time(2, [&] { sequence_logprobs(*lm, seqs, {}, {1.0, 256, false}); });
-  std::printf("prefill %.0f tokens/s (8 x 256); log-prob pass %.0f tokens/s (8 x 512, no grad)\n",
-              8 * 256 / prefill, 8 * 512 / logprob);
+  std::printf("prefill %.0f tokens/s (%lld x 256); log-prob pass %.0f tokens/s (%lld x 512, no grad)\n",
+              static_cast<double>(rows * 256) / prefill, static_cast<long long>(rows),
+              static_cast<double>(rows * 512) / logprob, static_cast<long long>(rows));
 
   // A G=8 group: its prompt prefilled once and shared, vs eight separate prefills.
-  at::Tensor one = at::randint(0, 512, {1, 256}, on_device().dtype(at::kLong));
+  at::Tensor one = at::randint(0, c.vocab_size, {1, 256}, on_device().dtype(at::kLong));
   double shared = best_time(3, [&] {
     KvCache cache = lm->new_cache();
     lm->hidden_states(one, {}, {}, &cache);
@@ -162,12 +203,20 @@ int main(int argc, char** argv) {
   std::string dtype = "both";
   int64_t new_tokens = 32;
   int threads = 0;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--peer")) {
+      g_peer = true;
+      continue;
+    }
+    if (i + 1 >= argc) break;
+    if (!std::strcmp(argv[i], "--shape")) g_shape = argv[i + 1];
+    if (!std::strcmp(argv[i], "--model")) g_model_dir = argv[i + 1];
     if (!std::strcmp(argv[i], "--dtype")) dtype = argv[i + 1];
     if (!std::strcmp(argv[i], "--new_tokens")) new_tokens = std::stoll(argv[i + 1]);
     if (!std::strcmp(argv[i], "--threads")) threads = std::stoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--device")) g_device = at::Device(argv[i + 1]);
     if (!std::strcmp(argv[i], "--profile_batch")) g_profile_batch = std::stoll(argv[i + 1]);
+    ++i;
   }
   configure_cpu_threads(threads);
   if (dtype == "float32" || dtype == "both") run(at::kFloat, new_tokens);

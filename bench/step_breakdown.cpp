@@ -7,6 +7,11 @@
 //   bench_step [--model DIR] [--steps 6] [--threads 2]
 // Without --model a fresh `small` preset model is created (untrained, so its
 // completions run to max_completion_length: a generation-heavy step).
+//   bench_step --shape qwen2.5-0.5b [--steps 3]
+// times a GRPO step at a real model's shape (random weights, the Qwen3
+// tokenizer of tests/data): 2 prompts x G 8, 64 new tokens, full-vocabulary
+// sampling, beta 0, float32, against the same step taken by the plain PyTorch
+// peer (bench/peer/qwen2_peer.py step, Debian's python3-torch) in the same run.
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -36,19 +41,78 @@ bool run_and_sum(const std::string& cmd, const std::string& out, std::map<std::s
   return n >= 1;
 }
 
+// The GRPO step at a real shape, ours and the peer's; returns the exit status.
+int real_shape_step(const std::string& shape, int steps, int threads, const fs::path& work) {
+  const std::string host = GRPO_HOST_EXE, src = GRPO_SOURCE_DIR;
+  const fs::path tokenizer = work / "tokenizer", model = work / "model";
+  fs::create_directories(tokenizer);
+  fs::copy_file(src + "/tests/data/qwen3-tokenizer.json", tokenizer / "tokenizer.json");
+  fs::copy_file(src + "/tests/data/qwen3-tokenizer_config.json", tokenizer / "tokenizer_config.json");
+  if (run(host + " init-model --arch qwen2 --preset " + shape + " --tokenizer " + tokenizer.string() + " --out " +
+          model.string() + " --seed 1") != 0)
+    return 1;
+  const std::string out = (work / "run").string();
+  const std::string train = host + " train --model " + model.string() + " --dataset " + src +
+                            "/configs/quickstart/train.jsonl --num_generations 8 --per_device_train_batch_size 16 "
+                            "--gradient_accumulation_steps 1 --max_completion_length 64 --temperature 1 --top_k 0 "
+                            "--top_p 1 --beta 0 --learning_rate 1e-6 --gradient_checkpointing false --max_steps " +
+                            std::to_string(steps) + " --logging_steps 1 --save_steps 100000 --log_completions false "
+                            "--report_to none --num_threads " + std::to_string(threads) + " --output_dir " + out;
+  std::map<std::string, double> ours;
+  int n = 0;
+  if (!run_and_sum(train, out, ours, n)) return 1;
+  const std::string peer_cmd = "/usr/bin/python3 " + src + "/bench/peer/qwen2_peer.py step --config " +
+                               (model / "config.json").string() + " --prompts 2 --generations 8 --prompt 17"  // the chat-formatted quickstart prompts' length in the Qwen3 tokenizer
+                               " --new_tokens 64 --runs " + std::to_string(n) + " --threads " + std::to_string(threads);
+  std::printf("$ %s\n", peer_cmd.c_str());
+  std::fflush(stdout);
+  double peer_step = 0, peer_generate = 0;
+  int peer_n = 0;
+  if (FILE* pipe = popen(peer_cmd.c_str(), "r")) {
+    char line[4096];
+    while (std::fgets(line, sizeof line, pipe)) {
+      nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+      if (!j.is_object() || !j.contains("step_s")) continue;
+      peer_step += j["step_s"].get<double>();
+      peer_generate += j["generate_s"].get<double>();
+      ++peer_n;
+    }
+    pclose(pipe);
+  }
+  std::printf("\nGRPO step at %s's shape (2 prompts x G 8, 64 new tokens, float32, beta 0), %d steps after the first\n",
+              shape.c_str(), n);
+  std::printf("%-10s %12s %12s %12s\n", "", "step s", "generate s", "rest s");
+  std::printf("%-10s %12.2f %12.2f %12.2f\n", "grpo", ours["step_time"] / n, ours["time/generate"] / n,
+              (ours["step_time"] - ours["time/generate"]) / n);
+  if (peer_n == 0) {
+    std::fprintf(stderr, "the peer did not run (it needs Debian's python3-torch); rerun its command above to see why\n");
+    return 1;
+  }
+  std::printf("%-10s %12.2f %12.2f %12.2f\n", "peer", peer_step / peer_n, peer_generate / peer_n,
+              (peer_step - peer_generate) / peer_n);
+  std::printf("grpo / peer speed: %.2fx the step\n", (peer_step / peer_n) / (ours["step_time"] / n));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string model;
+  std::string model, shape;
   int steps = 6, threads = 2;
   for (int i = 1; i + 1 < argc; ++i) {
     std::string a = argv[i];
     if (a == "--model") model = argv[++i];
     else if (a == "--steps") steps = std::atoi(argv[++i]);
     else if (a == "--threads") threads = std::atoi(argv[++i]);
+    else if (a == "--shape") shape = argv[++i];
   }
   const fs::path work = fs::temp_directory_path() / ("grpo_bench_step_" + std::to_string(getpid()));
   fs::create_directories(work);
+  if (!shape.empty()) {
+    const int status = real_shape_step(shape, steps, threads, work);
+    fs::remove_all(work);
+    return status;
+  }
   const std::string host = GRPO_HOST_EXE;
   if (model.empty()) {
     model = (work / "model").string();

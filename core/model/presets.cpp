@@ -1,5 +1,6 @@
 #include "model/presets.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -13,14 +14,21 @@ namespace {
 struct Preset {
   const char* name;
   int64_t hidden, intermediate, layers, heads, kv_heads;
+  int64_t vocab;  // 0: the tokenizer's size
+  double rope_theta;
+  int64_t max_positions;
   const char* purpose;
 };
 
-// ~parameters without embeddings: tiny 0.1M, small 3.1M, base25m 25M.
+// ~parameters without embeddings: tiny 0.1M, small 3.1M, base25m 25M. The
+// qwen2.5-* shapes are those models' exact configs (vocabulary 151,936 padded
+// past the tokenizer's 151,665), for benchmarks at a real model's size.
 const Preset kPresets[] = {
-    {"tiny", 64, 128, 2, 4, 2, "unit tests"},
-    {"small", 256, 768, 4, 4, 2, "the quickstart demo"},
-    {"base25m", 512, 1536, 8, 8, 4, "benchmarks (~25M parameters)"},
+    {"tiny", 64, 128, 2, 4, 2, 0, 10000.0, 4096, "unit tests"},
+    {"small", 256, 768, 4, 4, 2, 0, 10000.0, 4096, "the quickstart demo"},
+    {"base25m", 512, 1536, 8, 8, 4, 0, 10000.0, 4096, "benchmarks (~25M parameters)"},
+    {"qwen2.5-0.5b", 896, 4864, 24, 14, 2, 151936, 1000000.0, 32768, "Qwen2.5-0.5B's shape (494M parameters)"},
+    {"qwen2.5-1.5b", 1536, 8960, 28, 12, 2, 151936, 1000000.0, 32768, "Qwen2.5-1.5B's shape (1.54B parameters)"},
 };
 
 }  // namespace
@@ -35,16 +43,20 @@ nlohmann::json preset_config(const std::string& arch, const std::string& preset,
   const Preset* p = nullptr;
   for (const Preset& candidate : kPresets)
     if (preset == candidate.name) p = &candidate;
-  if (!p) throw std::invalid_argument("unknown preset '" + preset + "'; choose tiny, small or base25m");
+  if (!p) {
+    std::string names;
+    for (const Preset& candidate : kPresets) names += std::string(names.empty() ? "" : ", ") + candidate.name;
+    throw std::invalid_argument("unknown preset '" + preset + "'; choose one of " + names);
+  }
   nlohmann::json c = {{"hidden_size", p->hidden},
                       {"intermediate_size", p->intermediate},
                       {"num_hidden_layers", p->layers},
                       {"num_attention_heads", p->heads},
                       {"num_key_value_heads", p->kv_heads},
-                      {"vocab_size", vocab_size},
-                      {"max_position_embeddings", 4096},
+                      {"vocab_size", std::max(vocab_size, p->vocab)},
+                      {"max_position_embeddings", p->max_positions},
                       {"rms_norm_eps", 1e-6},
-                      {"rope_theta", 10000.0},
+                      {"rope_theta", p->rope_theta},
                       {"hidden_act", "silu"},
                       {"initializer_range", 0.02},
                       {"tie_word_embeddings", true},

@@ -1,0 +1,63 @@
+// Runs the plain PyTorch peer (bench/peer/qwen2_peer.py, Debian's python3-torch)
+// on a model of the same shape, so benchmarks print our/peer ratios measured in
+// the same run.
+#pragma once
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include <ATen/Parallel.h>
+#include <nlohmann/json.hpp>
+
+#include "model/model_config.h"
+
+namespace grpo::bench {
+
+// The peer's decode tokens/s per batch size; empty (with a message) when it
+// could not run.
+inline std::map<int64_t, double> peer_decode(const model::ModelConfig& c, at::ScalarType dtype,
+                                             const std::vector<int64_t>& batches, int64_t prompt, int64_t new_tokens) {
+  namespace fs = std::filesystem;
+  const fs::path config = fs::temp_directory_path() / ("grpo_peer_config_" + std::to_string(getpid()) + ".json");
+  {
+    nlohmann::json j = {{"hidden_size", c.hidden_size},
+                        {"intermediate_size", c.intermediate_size},
+                        {"num_hidden_layers", c.num_hidden_layers},
+                        {"num_attention_heads", c.num_attention_heads},
+                        {"num_key_value_heads", c.num_key_value_heads},
+                        {"head_dim", c.head_dim},
+                        {"vocab_size", c.vocab_size},
+                        {"rms_norm_eps", c.rms_norm_eps},
+                        {"rope_theta", c.rope_theta}};
+    std::ofstream(config) << j.dump();
+  }
+  std::string list;
+  for (int64_t b : batches) list += (list.empty() ? "" : ",") + std::to_string(b);
+  const std::string cmd = std::string("/usr/bin/python3 ") + GRPO_SOURCE_DIR + "/bench/peer/qwen2_peer.py decode --config " +
+                          config.string() + " --dtype " + (dtype == at::kFloat ? "float32" : "bfloat16") +
+                          " --batches " + list + " --prompt " + std::to_string(prompt) + " --new_tokens " +
+                          std::to_string(new_tokens) + " --threads " + std::to_string(at::get_num_threads());
+  std::printf("peer: %s\n", cmd.c_str());
+  std::fflush(stdout);
+  std::map<int64_t, double> out;
+  if (FILE* pipe = popen(cmd.c_str(), "r")) {
+    char line[4096];
+    while (std::fgets(line, sizeof line, pipe)) {
+      nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      if (j.is_object() && j.contains("batch")) out[j["batch"].get<int64_t>()] = j["tokens_per_s"].get<double>();
+    }
+    pclose(pipe);
+  }
+  fs::remove(config);
+  if (out.size() != batches.size())
+    std::fprintf(stderr, "the peer did not run (it needs Debian's python3-torch: apt-get install python3-torch); "
+                         "rerun its command above to see why\n");
+  return out;
+}
+
+}  // namespace grpo::bench
