@@ -9,19 +9,11 @@
 
 #include "model/cpu_float_math.h"
 
-// Each worker is compiled three times, for AVX-512, AVX2 + FMA and baseline
-// x86-64, and the loader picks the widest the CPU runs: the loops are 3-7x
-// faster with wide vectors, and a binary built here still runs anywhere.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define GRPO_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define GRPO_VECTOR_CLONES
-#endif
-
 namespace grpo::model::cpu {
 
 namespace {
 
+using detail::dispatch;
 using detail::load;
 using detail::round_to;
 using detail::store;
@@ -30,16 +22,6 @@ using detail::store;
 constexpr int64_t kGrainElements = 16384;
 
 int64_t rows_per_chunk(int64_t row_elements) { return std::max<int64_t>(1, kGrainElements / row_elements); }
-
-template <class F>
-void dispatch(at::ScalarType dtype, const char* name, F&& f) {
-  switch (dtype) {
-    case at::kFloat: return f(float{});
-    case at::kBFloat16: return f(c10::BFloat16{});
-    case at::kHalf: return f(c10::Half{});
-    default: TORCH_CHECK(false, name, ": unsupported dtype ", dtype);
-  }
-}
 
 template <class T>
 GRPO_VECTOR_CLONES void rms_norm_rows(const T* x, const T* weight, T* out, int64_t N, float eps, int64_t begin,

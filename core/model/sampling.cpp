@@ -2,6 +2,8 @@
 
 #include <limits>
 
+#include "model/cpu_sampling.h"
+
 namespace grpo::model {
 
 uint64_t sequence_seed(uint64_t seed, uint64_t index) {
@@ -28,10 +30,35 @@ void mask_top_p(at::Tensor& scaled, double top_p) {
   scaled.masked_fill_(drop, kMasked);
 }
 
+// Each row's uniform draw, in row order (what makes a sequence's samples
+// independent of the batch it runs in).
+std::vector<float> uniform_draws(std::vector<std::mt19937_64*>& rngs) {
+  std::vector<float> u;
+  for (std::mt19937_64* rng : rngs) u.push_back(std::uniform_real_distribution<float>(0.0f, 1.0f)(*rng));
+  return u;
+}
+
+// Temperature and top-k sampling of CPU logits, the usual RL rollout settings,
+// take the fused kernel; the other filters keep the tensor ops below.
+bool fused_applies(const at::Tensor& logits, const at::Tensor& seen, const SamplingParams& p) {
+  const at::ScalarType t = logits.scalar_type();
+  return logits.device().is_cpu() && (t == at::kFloat || t == at::kBFloat16 || t == at::kHalf) &&
+         (p.repetition_penalty == 1.0 || !seen.defined()) && p.top_p >= 1.0 && p.min_p <= 0.0 && p.top_logprobs <= 0;
+}
+
 }  // namespace
 
 Sampled sample_next(const at::Tensor& logits_in, const at::Tensor& seen, const SamplingParams& params,
                     std::vector<std::mt19937_64*>& rngs) {
+  if (fused_applies(logits_in, seen, params)) {
+    const int64_t B = logits_in.size(0);
+    Sampled out;
+    out.tokens = at::empty({B}, at::kLong);
+    out.logprobs = at::empty({B}, at::kFloat);
+    cpu::sample_rows(logits_in, params.temperature, params.top_k, uniform_draws(rngs), out.tokens.data_ptr<int64_t>(),
+                     out.logprobs.data_ptr<float>());
+    return out;
+  }
   at::Tensor logits = logits_in.to(at::kFloat);  // [B, V]
   if (params.repetition_penalty != 1.0 && seen.defined()) {
     at::Tensor penalised =
@@ -59,8 +86,9 @@ Sampled sample_next(const at::Tensor& logits_in, const at::Tensor& seen, const S
   const int64_t B = cdf.size(0), V = cdf.size(1);
   std::vector<int64_t> tokens(static_cast<size_t>(B));
   auto acc = cdf.accessor<float, 2>();
+  const std::vector<float> draws = uniform_draws(rngs);
   for (int64_t b = 0; b < B; ++b) {
-    const float u = std::uniform_real_distribution<float>(0.0f, 1.0f)(*rngs[static_cast<size_t>(b)]) * acc[b][V - 1];
+    const float u = draws[static_cast<size_t>(b)] * acc[b][V - 1];
     int64_t lo = 0, hi = V - 1;  // first index with cdf > u
     while (lo < hi) {
       int64_t mid = (lo + hi) / 2;
