@@ -53,7 +53,7 @@ int real_shape_step(const std::string& shape, int steps, int threads, const fs::
     return 1;
   const std::string out = (work / "run").string();
   const std::string train = host + " train --model " + model.string() + " --dataset " + src +
-                            "/configs/quickstart/train.jsonl --num_generations 8 --per_device_train_batch_size 16 "
+                            "/configs/quickstart/train.jsonl --reward_funcs format --num_generations 8 --per_device_train_batch_size 16 "
                             "--gradient_accumulation_steps 1 --max_completion_length 64 --temperature 1 --top_k 0 "
                             "--top_p 1 --beta 0 --learning_rate 1e-6 --gradient_checkpointing false --max_steps " +
                             std::to_string(steps) + " --logging_steps 1 --save_steps 100000 --log_completions false "
