@@ -61,8 +61,9 @@ int real_shape_step(const std::string& shape, int steps, int threads, const fs::
   std::map<std::string, double> ours;
   int n = 0;
   if (!run_and_sum(train, out, ours, n)) return 1;
+  // --prompt 17: about the chat-formatted quickstart prompts' length in the Qwen3 tokenizer.
   const std::string peer_cmd = "/usr/bin/python3 " + src + "/bench/peer/qwen2_peer.py step --config " +
-                               (model / "config.json").string() + " --prompts 2 --generations 8 --prompt 17"  // the chat-formatted quickstart prompts' length in the Qwen3 tokenizer
+                               (model / "config.json").string() + " --prompts 2 --generations 8 --prompt 17"
                                " --new_tokens 64 --runs " + std::to_string(n) + " --threads " + std::to_string(threads);
   std::printf("$ %s\n", peer_cmd.c_str());
   std::fflush(stdout);
