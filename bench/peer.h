@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/model_config.h"
+#include "peer_process.h"
 
 namespace grpo::bench {
 
@@ -42,17 +43,9 @@ inline std::map<int64_t, double> peer_decode(const model::ModelConfig& c, at::Sc
                           config.string() + " --dtype " + (dtype == at::kFloat ? "float32" : "bfloat16") +
                           " --batches " + list + " --prompt " + std::to_string(prompt) + " --new_tokens " +
                           std::to_string(new_tokens) + " --threads " + std::to_string(at::get_num_threads());
-  std::printf("peer: %s\n", cmd.c_str());
-  std::fflush(stdout);
   std::map<int64_t, double> out;
-  if (FILE* pipe = popen(cmd.c_str(), "r")) {
-    char line[4096];
-    while (std::fgets(line, sizeof line, pipe)) {
-      nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-      if (j.is_object() && j.contains("batch")) out[j["batch"].get<int64_t>()] = j["tokens_per_s"].get<double>();
-    }
-    pclose(pipe);
-  }
+  for (const nlohmann::json& j : peer_lines(cmd))
+    if (j.contains("batch")) out[j["batch"].get<int64_t>()] = j["tokens_per_s"].get<double>();
   fs::remove(config);
   if (out.size() != batches.size())
     std::fprintf(stderr, "the peer did not run (it needs Debian's python3-torch: apt-get install python3-torch); "

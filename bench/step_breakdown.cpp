@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "peer_process.h"
 #include "train_runs.h"
 
 namespace fs = std::filesystem;
@@ -65,20 +66,13 @@ int real_shape_step(const std::string& shape, int steps, int threads, const fs::
   const std::string peer_cmd = "/usr/bin/python3 " + src + "/bench/peer/qwen2_peer.py step --config " +
                                (model / "config.json").string() + " --prompts 2 --generations 8 --prompt 17"
                                " --new_tokens 64 --runs " + std::to_string(n) + " --threads " + std::to_string(threads);
-  std::printf("$ %s\n", peer_cmd.c_str());
-  std::fflush(stdout);
   double peer_step = 0, peer_generate = 0;
   int peer_n = 0;
-  if (FILE* pipe = popen(peer_cmd.c_str(), "r")) {
-    char line[4096];
-    while (std::fgets(line, sizeof line, pipe)) {
-      nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-      if (!j.is_object() || !j.contains("step_s")) continue;
-      peer_step += j["step_s"].get<double>();
-      peer_generate += j["generate_s"].get<double>();
-      ++peer_n;
-    }
-    pclose(pipe);
+  for (const nlohmann::json& j : grpo::bench::peer_lines(peer_cmd)) {
+    if (!j.contains("step_s")) continue;
+    peer_step += j["step_s"].get<double>();
+    peer_generate += j["generate_s"].get<double>();
+    ++peer_n;
   }
   std::printf("\nGRPO step at %s's shape (2 prompts x G 8, 64 new tokens, float32, beta 0), %d steps after the first\n",
               shape.c_str(), n);
