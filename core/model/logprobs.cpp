@@ -14,10 +14,13 @@ at::Tensor chunk_logits(const at::Tensor& h2, const at::Tensor& weight, int64_t 
   return at::matmul(h2.narrow(0, r0, n), weight.t()).to(at::kFloat).div_(temperature);  // [n, V]
 }
 
+// *entropy, when given ([rows], float32, no gradient), gets each row's
+// entropy from the same chunk of logits: at a 151,936-token vocabulary the
+// lm_head matmul of a chunk costs as much as the rest of its row's work.
 class ChunkedLogprobFn : public torch::autograd::Function<ChunkedLogprobFn> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& h2, const at::Tensor& weight,
-                            const at::Tensor& targets, double temperature, int64_t chunk) {
+                            const at::Tensor& targets, double temperature, int64_t chunk, at::Tensor* entropy) {
     at::NoGradGuard no_grad;
     const int64_t rows = h2.size(0);
     at::Tensor out = at::empty({rows}, h2.options().dtype(at::kFloat));
@@ -25,6 +28,7 @@ class ChunkedLogprobFn : public torch::autograd::Function<ChunkedLogprobFn> {
       const int64_t n = std::min(chunk, rows - r0);
       at::Tensor logp = at::log_softmax(chunk_logits(h2, weight, r0, n, temperature), -1);
       out.narrow(0, r0, n).copy_(logp.gather(1, targets.narrow(0, r0, n).unsqueeze(1)).squeeze(1));
+      if (entropy) entropy->narrow(0, r0, n).copy_(-(logp.exp() * logp).sum(-1));
     }
     ctx->save_for_backward({h2, weight, targets});
     ctx->saved_data["temperature"] = temperature;
@@ -49,20 +53,9 @@ class ChunkedLogprobFn : public torch::autograd::Function<ChunkedLogprobFn> {
       grad_h.narrow(0, r0, n).copy_(at::matmul(d, weight.to(at::kFloat)));
       grad_w.add_(at::matmul(d.t(), h2.narrow(0, r0, n).to(at::kFloat)));
     }
-    return {grad_h, grad_w.to(weight.scalar_type()), at::Tensor(), at::Tensor(), at::Tensor()};
+    return {grad_h, grad_w.to(weight.scalar_type()), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
-
-at::Tensor chunked_entropy(const at::Tensor& h2, const at::Tensor& weight, double temperature, int64_t chunk) {
-  at::NoGradGuard no_grad;
-  at::Tensor out = at::empty({h2.size(0)}, h2.options().dtype(at::kFloat));
-  for (int64_t r0 = 0; r0 < h2.size(0); r0 += chunk) {
-    const int64_t n = std::min(chunk, h2.size(0) - r0);
-    at::Tensor logp = at::log_softmax(chunk_logits(h2, weight, r0, n, temperature), -1);
-    out.narrow(0, r0, n).copy_(-(logp.exp() * logp).sum(-1));
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -73,9 +66,11 @@ TokenLogprobs chunked_logprobs(const at::Tensor& hidden, const at::Tensor& weigh
   at::Tensor t1 = targets.reshape({B * T}).to(at::kLong);
   const int64_t chunk = std::max<int64_t>(1, options.chunk_tokens);
   TokenLogprobs out;
-  out.logprobs = ChunkedLogprobFn::apply(h2, weight, t1, options.temperature, chunk).view({B, T});
-  if (options.entropy)
-    out.entropy = chunked_entropy(h2.detach(), weight.detach(), options.temperature, chunk).view({B, T});
+  at::Tensor entropy = options.entropy ? at::empty({B * T}, hidden.options().dtype(at::kFloat)) : at::Tensor();
+  out.logprobs = ChunkedLogprobFn::apply(h2, weight, t1, options.temperature, chunk,
+                                         options.entropy ? &entropy : nullptr)
+                     .view({B, T});
+  if (options.entropy) out.entropy = entropy.view({B, T});
   return out;
 }
 
