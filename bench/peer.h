@@ -48,7 +48,7 @@ inline std::map<int64_t, double> peer_decode(const model::ModelConfig& c, at::Sc
     if (j.contains("batch")) out[j["batch"].get<int64_t>()] = j["tokens_per_s"].get<double>();
   fs::remove(config);
   if (out.size() != batches.size())
-    std::fprintf(stderr, "the peer did not run (it needs Debian's python3-torch: apt-get install python3-torch); "
+    std::fprintf(stderr, "the peer did not run (it needs Debian's python3-torch: scripts/setup.sh --bench); "
                          "rerun its command above to see why\n");
   return out;
 }

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs every Debian package the project needs to build, test and run.
+# Installs every Debian package the project needs to build, test and run
+# (scripts/setup.sh --bench: and to run the benchmarks' PyTorch peer).
 # Idempotent: only what is missing is installed, so a second run is a no-op.
 set -euo pipefail
 
@@ -20,6 +21,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev            # libFuzzer and the sanitizers (scripts/fuzz.sh)
 )
+# --bench: also the plain PyTorch peer that bench_engine --peer and bench_step --shape measure against.
+if [ "${1:-}" = "--bench" ]; then PACKAGES+=(python3-torch); fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
