@@ -80,7 +80,8 @@ int real_shape_step(const std::string& shape, int steps, int threads, const fs::
   std::printf("%-10s %12.2f %12.2f %12.2f\n", "grpo", ours["step_time"] / n, ours["time/generate"] / n,
               (ours["step_time"] - ours["time/generate"]) / n);
   if (peer_n == 0) {
-    std::fprintf(stderr, "the peer did not run (it needs Debian's python3-torch: scripts/setup.sh --bench); rerun its command above to see why\n");
+    std::fprintf(stderr, "the peer did not run (it needs Debian's python3-torch: scripts/setup.sh --bench); "
+                         "rerun its command above to see why\n");
     return 1;
   }
   std::printf("%-10s %12.2f %12.2f %12.2f\n", "peer", peer_step / peer_n, peer_generate / peer_n,
