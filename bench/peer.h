@@ -25,18 +25,7 @@ inline std::map<int64_t, double> peer_decode(const model::ModelConfig& c, at::Sc
                                              const std::vector<int64_t>& batches, int64_t prompt, int64_t new_tokens) {
   namespace fs = std::filesystem;
   const fs::path config = fs::temp_directory_path() / ("grpo_peer_config_" + std::to_string(getpid()) + ".json");
-  {
-    nlohmann::json j = {{"hidden_size", c.hidden_size},
-                        {"intermediate_size", c.intermediate_size},
-                        {"num_hidden_layers", c.num_hidden_layers},
-                        {"num_attention_heads", c.num_attention_heads},
-                        {"num_key_value_heads", c.num_key_value_heads},
-                        {"head_dim", c.head_dim},
-                        {"vocab_size", c.vocab_size},
-                        {"rms_norm_eps", c.rms_norm_eps},
-                        {"rope_theta", c.rope_theta}};
-    std::ofstream(config) << j.dump();
-  }
+  std::ofstream(config) << c.to_json().dump();  // the peer reads the shape fields it needs
   std::string list;
   for (int64_t b : batches) list += (list.empty() ? "" : ",") + std::to_string(b);
   const std::string cmd = std::string("/usr/bin/python3 ") + GRPO_SOURCE_DIR + "/bench/peer/qwen2_peer.py decode --config " +

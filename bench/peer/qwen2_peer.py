@@ -41,7 +41,7 @@ class Layer(torch.nn.Module):
         self.gate = torch.nn.Linear(H, c["intermediate_size"], bias=False)
         self.up = torch.nn.Linear(H, c["intermediate_size"], bias=False)
         self.down = torch.nn.Linear(c["intermediate_size"], H, bias=False)
-        self.eps = c["rms_norm_eps"]
+        self.eps = c.get("rms_norm_eps", 1e-6)
 
     def norm(self, x, w):
         xf = x.float()
@@ -78,8 +78,9 @@ def rotate(x, cos, sin):
 class Qwen2(torch.nn.Module):
     def __init__(self, c):
         super().__init__()
-        c = dict(c)
-        c.setdefault("head_dim", c["hidden_size"] // c["num_attention_heads"])
+        c = dict(c)  # a config.json; absent fields take transformers' Qwen2 defaults
+        if c.get("head_dim") is None:
+            c["head_dim"] = c["hidden_size"] // c["num_attention_heads"]
         self.c = c
         self.embed = torch.nn.Embedding(c["vocab_size"], c["hidden_size"])
         self.layers = torch.nn.ModuleList(Layer(c) for _ in range(c["num_hidden_layers"]))
@@ -90,7 +91,7 @@ class Qwen2(torch.nn.Module):
 
     def rope(self, positions, dtype):
         D = self.c["head_dim"]
-        inv = 1.0 / (self.c["rope_theta"] ** (torch.arange(0, D, 2, dtype=torch.float32) / D))
+        inv = 1.0 / (self.c.get("rope_theta", 10000.0) ** (torch.arange(0, D, 2, dtype=torch.float32) / D))
         angles = positions.float()[:, None] * inv[None, :]
         emb = torch.cat((angles, angles), dim=-1)
         return emb.cos().to(dtype), emb.sin().to(dtype)
