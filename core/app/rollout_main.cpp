@@ -42,6 +42,11 @@ Serves a model over HTTP with the rollout protocol of `trl vllm-serve` and `swif
   --max_prompt_tokens N    longest prompt (default: the model's max_position_embeddings); longer ones get 422
   --max_n N                most completions per prompt in one call (default 256); more get 422. Completions
                            never grow past the model's max_position_embeddings, whatever max_tokens asks
+  --max_connections N      connections open at once (default 256); more are answered 503 and closed
+  --max_connections_per_client N
+                           connections open at once from one address (default 128)
+  --client_timeout_s S     time a client has to send one whole request (line, headers, body) and to take
+                           its answer (default 30); slower connections get 408 and are closed
   --torch_dtype T          float32 (default), bfloat16 or float16
   --num_threads N          CPU threads for the engine (default: every core)
   --comm_timeout_s S       timeout of each weight-transfer step (default 300)
@@ -54,7 +59,8 @@ using Flags = std::map<std::string, std::string>;
 Flags parse_flags(int argc, char** argv) {
   static const char* kKnown[] = {"model", "host", "port", "api_key", "max_body_bytes", "max_prompt_tokens",
                                  "torch_dtype", "num_threads", "comm_timeout_s", "batch_wait_ms", "model_revision",
-                                 "use_hf", "api_key_file", "max_n"};
+                                 "use_hf", "api_key_file", "max_n", "max_connections",
+                                 "max_connections_per_client", "client_timeout_s"};
   Flags flags;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -135,6 +141,12 @@ grpo::rollout::ServerOptions server_options(const Flags& flags) {
   o.num_threads = static_cast<int>(int_flag(flags, "num_threads", 0, 0));
   o.comm_timeout = std::chrono::seconds(int_flag(flags, "comm_timeout_s", 300, 1));
   o.batch_wait = std::chrono::milliseconds(int_flag(flags, "batch_wait_ms", 2, 0));
+  const int64_t max_connections = int_flag(flags, "max_connections", 256, 1);
+  if (max_connections > 4096) throw std::invalid_argument("--max_connections must be at most 4096 (one thread each)");
+  o.connections.max_connections = static_cast<int>(max_connections);
+  o.connections.max_per_client = static_cast<int>(
+      std::min<int64_t>(int_flag(flags, "max_connections_per_client", 128, 1), max_connections));
+  o.connections.request_time = std::chrono::seconds(std::min<int64_t>(int_flag(flags, "client_timeout_s", 30, 1), 86400));
   return o;
 }
 

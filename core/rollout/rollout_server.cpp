@@ -67,9 +67,7 @@ RolloutServer::RolloutServer(ServerOptions options) : options_(std::move(options
       },
       options_.comm_timeout);
 
-  http_ = std::make_unique<httplib::Server>();
-  const int threads = options_.http_threads;
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  http_ = std::make_unique<GuardedHttpServer>(options_.connections);
   http_->set_payload_max_length(options_.max_body_bytes);
   const std::string api_key = options_.api_key;
   // Runs once the headers are in, before any body is read.
@@ -88,10 +86,18 @@ RolloutServer::RolloutServer(ServerOptions options) : options_(std::move(options
   });
   // Statuses httplib sets itself (404, 413, 400 for a broken request line) get a JSON body too.
   const size_t max_body = options_.max_body_bytes;
-  http_->set_error_handler(httplib::Server::HandlerWithResponse([max_body](const httplib::Request& req,
-                                                                            httplib::Response& res) {
+  const double client_timeout_s = static_cast<double>(options_.connections.request_time.count()) / 1000.0;
+  http_->set_error_handler(httplib::Server::HandlerWithResponse([max_body, client_timeout_s](
+                                                                    const httplib::Request& req,
+                                                                    httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    if (res.status == 413)
+    if (GuardedHttpServer::request_timed_out()) {
+      reply_error(res, 408,
+                  fmt::format("the request did not arrive whole within {:g} s (the server's --client_timeout_s); "
+                              "the connection is closed",
+                              client_timeout_s));
+      res.set_header("Connection", "close");
+    } else if (res.status == 413)
       reply_error(res, 413, fmt::format("request body over {} bytes; the server's limit is --max_body_bytes", max_body),
                   "body");
     else if (res.status == 404)
@@ -176,7 +182,9 @@ void RolloutServer::serve() {
 }
 
 void RolloutServer::stop() {
-  if (http_) http_->stop();
+  if (!http_) return;
+  http_->stop();
+  http_->close_connections();  // idle keep-alive and slow clients would otherwise hold the workers' join
 }
 
 void RolloutServer::apply_weights(const std::vector<TensorSpec>& specs, const std::vector<at::Tensor>& tensors) {

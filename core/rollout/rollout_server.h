@@ -15,13 +15,8 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "rollout/comm_group.h"
+#include "rollout/guarded_http.h"
 #include "rollout/protocol.h"
-
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-}  // namespace httplib
 
 namespace grpo::tok {
 class Tokenizer;
@@ -44,7 +39,7 @@ struct ServerOptions {
   int num_threads = 0;             // torch intra-op threads; 0: every core
   std::chrono::milliseconds comm_timeout{300000};  // each weight-transfer step (TRL's store timeout)
   std::chrono::microseconds batch_wait{2000};       // see BatchQueue
-  int http_threads = 64;           // keep-alive connections each hold one while open
+  ConnectionLimits connections;    // open connections, and the time a client has per request
 };
 
 class RolloutServer {
@@ -80,7 +75,7 @@ class RolloutServer {
   SeedSource seeds_;
   std::unique_ptr<BatchQueue> queue_;
   std::unique_ptr<WeightReceiver> receiver_;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<GuardedHttpServer> http_;
 };
 
 }  // namespace grpo::rollout

@@ -5,11 +5,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <regex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -113,4 +115,103 @@ TEST(RolloutHostile, SigtermDuringAPendingCommunicatorStopsAtOnce) {
   const auto start = std::chrono::steady_clock::now();
   EXPECT_EQ(server.terminate(), 0) << server.log();
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0) << server.log();
+}
+
+namespace {
+
+// A connection to the server from `source` (any 127.x address reaches the
+// loopback server, which lets one test play several clients).
+int connect_from(const char* source, int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in local{};
+  local.sin_family = AF_INET;
+  ::inet_pton(AF_INET, source, &local.sin_addr);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return -1;
+  timeval timeout{8, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  return fd;
+}
+
+void send_text(int fd, const std::string& text) { (void)::send(fd, text.data(), text.size(), MSG_NOSIGNAL); }
+
+// What the server sends until it closes the connection (8 s at most per read).
+std::string answer(int fd) {
+  std::string text;
+  char buffer[1024];
+  for (ssize_t n; (n = ::recv(fd, buffer, sizeof buffer, 0)) > 0;) text.append(buffer, static_cast<size_t>(n));
+  return text;
+}
+
+}  // namespace
+
+// Slowloris: clients that send their request a few bytes at a time, well
+// inside httplib's 5 s per-read timeout, are cut off at --client_timeout_s;
+// one address cannot take every connection; over the caps a client gets a
+// 503 it can read, and the server keeps answering others throughout.
+TEST(RolloutHostile, SlowClientsAreCutOffAndNoClientCanTakeEveryConnection) {
+  RolloutProcess server(grpo::testing::tiny_model_dir(), {"--max_connections", "6", "--max_connections_per_client",
+                                                          "3", "--client_timeout_s", "2"});
+  ASSERT_NE(server.port(), 0);
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<int> slow;
+  for (int i = 0; i < 3; ++i) {
+    slow.push_back(connect_from("127.0.0.2", server.port()));
+    ASSERT_GE(slow.back(), 0) << "cannot connect from 127.0.0.2";
+  }
+  send_text(slow[0], "GET /health/ HTTP/1.1\r\nHost: x\r\n");
+  send_text(slow[1], "POST /generate/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n");
+  send_text(slow[2], "POST /generate/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     "Content-Length: 400\r\n\r\n{\"prompts\": ");
+  std::atomic<bool> done{false};
+  std::thread trickle([&] {  // a header line or a body byte every 0.4 s, for 6 s
+    for (int tick = 0; tick < 15 && !done; ++tick) {
+      send_text(slow[0], "X-Slow: 1\r\n");
+      send_text(slow[1], "X-Slow: 1\r\n");
+      send_text(slow[2], " ");
+      std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    }
+  });
+
+  // A fourth connection from the same address is refused, readably.
+  const int extra = connect_from("127.0.0.2", server.port());
+  send_text(extra, "GET /health/ HTTP/1.1\r\nHost: x\r\n\r\n");
+  const std::string refused = answer(extra);
+  ::close(extra);
+  EXPECT_EQ(refused.substr(0, 12), "HTTP/1.1 503") << refused;
+  EXPECT_NE(refused.find("--max_connections_per_client"), std::string::npos) << refused;
+
+  // Other clients are served meanwhile.
+  EXPECT_EQ(server.get("/health/").status, 200);
+  auto generated = server.post("/generate/", {{"prompts", {{1, 2, 3}}}, {"max_tokens", 4}});
+  EXPECT_EQ(generated.status, 200) << generated.raw;
+
+  // Up to the cap in all: then everyone gets a 503 naming it.
+  std::vector<int> idle;
+  for (int i = 0; i < 3; ++i) idle.push_back(connect_from("127.0.0.3", server.port()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the server has taken them in
+  const auto busy = server.get("/health/");
+  EXPECT_EQ(busy.status, 503) << busy.raw;
+  EXPECT_NE(busy.body.value("error", "").find("--max_connections"), std::string::npos) << busy.raw;
+
+  // The slow requests end at 2 s with a 408, although each of them kept sending.
+  for (int fd : slow) {
+    const std::string reply = answer(fd);
+    EXPECT_EQ(reply.substr(0, 12), "HTTP/1.1 408") << reply;
+    EXPECT_NE(reply.find("--client_timeout_s"), std::string::npos) << reply;
+  }
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GT(elapsed, 1.5);
+  EXPECT_LT(elapsed, 4.0);
+  done = true;
+  trickle.join();
+  for (int fd : slow) ::close(fd);
+  for (int fd : idle) ::close(fd);
+  // Every slot is free again.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(server.get("/health/").status, 200);
 }

@@ -1,0 +1,50 @@
+// An httplib server that bounds what clients can hold: open connections in
+// all and per client address, and the time to send one whole request (line,
+// headers, body) and to take its answer. httplib alone times out each recv,
+// so a client that sends one byte every few seconds (slowloris) keeps a
+// worker for ever, and 64 of them starve every other caller.
+#pragma once
+
+#include <httplib.h>
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+
+namespace grpo::rollout {
+
+struct ConnectionLimits {
+  int max_connections = 256;            // in all; more are answered 503 and closed
+  int max_per_client = 128;             // from one address; a single client cannot take them all
+  std::chrono::milliseconds request_time{30000};  // to send one request, and to take one answer
+};
+
+class GuardedHttpServer : public httplib::Server {
+ public:
+  explicit GuardedHttpServer(ConnectionLimits limits);
+
+  // Shuts every open connection down, so that stopping does not wait for
+  // idle keep-alive connections or slow clients.
+  void close_connections();
+
+  // True when the current thread's request failed because its client ran
+  // out of request_time; the error handler answers 408 then instead of 400.
+  static bool request_timed_out();
+
+  const ConnectionLimits& limits() const { return limits_; }
+
+ private:
+  bool process_and_close_socket(socket_t sock) override;
+  // Counts the connection in, or says why it is refused ("" when admitted).
+  std::string admit(socket_t sock, const std::string& client);
+  void release(socket_t sock, const std::string& client);
+
+  ConnectionLimits limits_;
+  std::mutex mutex_;
+  std::set<socket_t> open_;
+  std::map<std::string, int> per_client_;
+};
+
+}  // namespace grpo::rollout
