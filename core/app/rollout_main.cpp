@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <fstream>
 #include <map>
 #include <stdexcept>
@@ -150,10 +151,37 @@ grpo::rollout::ServerOptions server_options(const Flags& flags) {
   return o;
 }
 
+// An exception no caller can catch: Gloo's network thread enforces that a
+// broadcast is no longer than the receiving buffer, and throws there. The
+// process cannot go on; its last words say what was being received and why,
+// instead of an abort with a core dump.
+[[noreturn]] void on_terminate() {
+  std::string what = "an unknown error";
+  try {
+    if (auto error = std::current_exception()) std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    what = e.what();
+    what = what.substr(0, what.find('\n'));
+  } catch (...) {
+  }
+  const std::string transfer = grpo::rollout::transfer_in_flight();
+  if (!transfer.empty())
+    std::fprintf(stderr,
+                 "grpo-rollout: error: while receiving %s the trainer sent more bytes than it announced (%s). The "
+                 "tensor a client broadcasts must have the dtype and shape its request names. Gloo fails in its "
+                 "own thread here, so the server stops (exit status 3); restart it.\n",
+                 transfer.c_str(), what.c_str());
+  else
+    std::fprintf(stderr, "grpo-rollout: fatal error: %s\n", what.c_str());
+  std::fflush(stderr);
+  std::_Exit(3);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("grpo-rollout"));  // stdout stays free for what a user pipes
+  std::set_terminate(on_terminate);
   // Block the stop signals in every thread (threads inherit the mask), so
   // one thread below receives them with sigwait and stops the server in order.
   sigset_t stop_signals;

@@ -5,8 +5,12 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
+#include <mutex>
 #include <numeric>
+#include <optional>
+#include <random>
 
 namespace grpo::rollout {
 
@@ -33,6 +37,45 @@ std::string cause(const std::exception& e) {
 }
 
 bool is_loopback(const std::string& host) { return host == "localhost" || host.rfind("127.", 0) == 0; }
+
+std::mutex in_flight_mutex;
+std::string in_flight;
+
+// Names the broadcast being received for transfer_in_flight() while it lasts.
+class InFlight {
+ public:
+  explicit InFlight(std::string what) {
+    std::lock_guard<std::mutex> lock(in_flight_mutex);
+    in_flight = std::move(what);
+  }
+  ~InFlight() {
+    std::lock_guard<std::mutex> lock(in_flight_mutex);
+    in_flight.clear();
+  }
+};
+
+// Gloo completes a receive when the sender's bytes end, even if they end
+// before the buffer does, and says nothing of how many came. So the last 8
+// bytes of the buffer get a random mark first: still there afterwards, the
+// broadcast was short. A full one overwrites them, and equals the mark by
+// chance once in 2^64.
+class ShortReceiveCheck {
+ public:
+  explicit ShortReceiveCheck(at::Tensor& bytes) : bytes_(bytes) {
+    if (bytes_.numel() < 8) return;
+    static thread_local std::mt19937_64 marks{std::random_device{}()};
+    mark_ = marks();
+    std::memcpy(tail(), &mark_, sizeof mark_);
+  }
+  bool short_by_8_or_more() const {
+    return bytes_.numel() >= 8 && std::memcmp(tail(), &mark_, sizeof mark_) == 0;
+  }
+
+ private:
+  uint8_t* tail() const { return bytes_.data_ptr<uint8_t>() + bytes_.numel() - 8; }
+  at::Tensor& bytes_;
+  uint64_t mark_ = 0;
+};
 
 }  // namespace
 
@@ -115,11 +158,23 @@ std::unique_ptr<CommGroup> CommGroup::create(const std::string& host, int port, 
   return std::unique_ptr<CommGroup>(new CommGroup(std::move(impl), rank, world_size, timeout));
 }
 
+std::string transfer_in_flight() {
+  std::unique_lock<std::mutex> lock(in_flight_mutex, std::try_to_lock);  // called while the process dies
+  return lock ? in_flight : std::string("a weight broadcast");
+}
+
 void CommGroup::broadcast(at::Tensor& tensor, const std::string& what) {
   std::vector<at::Tensor> tensors{as_bytes(tensor)};
+  const bool receiving = rank_ != source_rank();
   c10d::BroadcastOptions opts;
   opts.rootRank = source_rank();
   opts.timeout = timeout_;
+  std::optional<InFlight> note;
+  std::optional<ShortReceiveCheck> check;
+  if (receiving) {
+    note.emplace(fmt::format("{} ({} bytes announced)", what, tensors[0].numel()));
+    check.emplace(tensors[0]);
+  }
   try {
     impl_->group->broadcast(tensors, opts)->wait(timeout_);
   } catch (const std::exception& e) {
@@ -128,6 +183,11 @@ void CommGroup::broadcast(at::Tensor& tensor, const std::string& what) {
                                     static_cast<double>(timeout_.count()) / 1000.0,
                                     cause(e)));
   }
+  if (check && check->short_by_8_or_more())
+    throw ShortBroadcastError(fmt::format(
+        "broadcast of {}: rank {} sent fewer bytes than the {} announced; the tensor it sends must have the dtype "
+        "and shape its request names (the weights are unchanged)",
+        what, source_rank(), tensors[0].numel()));
 }
 
 void CommGroup::barrier(const std::string& what) {

@@ -23,6 +23,12 @@ class TransferError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A broadcast that ended before the receiving tensor did; the group itself is intact.
+class ShortBroadcastError : public TransferError {
+ public:
+  using TransferError::TransferError;
+};
+
 // A parameter as the protocol announces it before its bytes follow.
 struct TensorSpec {
   std::string name;  // Hugging Face parameter name
@@ -42,6 +48,11 @@ int64_t bucket_bytes(const std::vector<TensorSpec>& specs);
 at::Tensor pack_bucket(const std::vector<at::Tensor>& tensors);
 std::vector<at::Tensor> unpack_bucket(const at::Tensor& flat, const std::vector<TensorSpec>& specs);
 
+// What a receiving rank is taking in right now ("" when nothing): a longer
+// broadcast than announced fails inside Gloo's network thread, where no
+// caller can catch it, and the process's last words should name it.
+std::string transfer_in_flight();
+
 class CommGroup {
  public:
   // Rank 0 hosts the store at host:port; other ranks connect to it (retrying
@@ -57,7 +68,9 @@ class CommGroup {
   int source_rank() const { return world_size_ - 1; }  // the trainer
 
   // Broadcasts `tensor` (CPU, contiguous) in place from source_rank().
-  // `what` names the parameter (or bucket) in errors.
+  // `what` names the parameter (or bucket) in errors. A receiving rank
+  // checks that the bytes filled the tensor: a shorter broadcast (8 bytes
+  // or more short) is a TransferError, never a half-written tensor.
   void broadcast(at::Tensor& tensor, const std::string& what);
   void barrier(const std::string& what);
 

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <optional>
+
 namespace grpo::rollout {
 
 namespace {
@@ -101,16 +103,17 @@ void WeightReceiver::update(std::vector<TensorSpec> specs, bool as_bucket) {
   enqueue([this, as_bucket, specs = std::move(specs)] {
     const std::string what = describe(specs);
     try {
-      std::vector<at::Tensor> tensors;
-      if (!as_bucket) {
-        tensors.push_back(at::empty(specs[0].shape, at::TensorOptions().dtype(specs[0].dtype)));
-        group_->broadcast(tensors[0], what);
-      } else {
-        at::Tensor flat = at::empty({bucket_bytes(specs)}, at::kByte);
-        group_->broadcast(flat, what);
-        tensors = unpack_bucket(flat, specs);
+      at::Tensor received = as_bucket ? at::empty({bucket_bytes(specs)}, at::kByte)
+                                      : at::empty(specs[0].shape, at::TensorOptions().dtype(specs[0].dtype));
+      std::optional<ShortBroadcastError> short_broadcast;
+      try {
+        group_->broadcast(received, what);
+      } catch (const ShortBroadcastError& e) {
+        short_broadcast = e;  // the trainer still waits at the barrier: meet it, then fail
       }
       group_->barrier(what);
+      if (short_broadcast) throw *short_broadcast;
+      const std::vector<at::Tensor> tensors = as_bucket ? unpack_bucket(received, specs) : std::vector{received};
       apply_(specs, tensors);
       tensors_received_ += specs.size();
     } catch (const TransferError& e) {

@@ -12,6 +12,7 @@
 #include "model/engine.h"
 #include "model/weights.h"
 #include "rollout/rollout_process.h"
+#include "rollout/comm_group.h"
 #include "rollout/weight_sender.h"
 #include "tokenizer/tokenizer.h"
 
@@ -139,4 +140,72 @@ TEST(RolloutWeights, SenderErrorsNameTheStep) {
   } catch (const TransferError& e) {
     EXPECT_NE(std::string(e.what()).find("/get_world_size/"), std::string::npos) << e.what();
   }
+}
+
+namespace {
+
+// A client that announces one tensor and broadcasts another: it speaks to
+// the server over HTTP and joins the group itself, as a third-party
+// trainer would, instead of going through WeightSender.
+struct HandRolledTrainer {
+  std::unique_ptr<grpo::rollout::CommGroup> group;
+  explicit HandRolledTrainer(const RolloutProcess& server) {
+    const int port = grpo::testing::free_port();
+    auto init = server.post("/init_communicator/", {{"host", "127.0.0.1"}, {"port", port}, {"world_size", 2}});
+    EXPECT_EQ(init.status, 200) << init.raw;
+    group = grpo::rollout::CommGroup::create("127.0.0.1", port, /*rank=*/1, 2, std::chrono::seconds(10));
+  }
+  // Announces model.norm.weight as float32 [64] and broadcasts `sent`.
+  grpo::testing::HttpReply push_norm(const RolloutProcess& server, at::Tensor sent) {
+    auto update = server.post("/update_named_param/",
+                              {{"name", "model.norm.weight"}, {"dtype", "torch.float32"}, {"shape", {64}}});
+    EXPECT_EQ(update.status, 200) << update.raw;
+    group->broadcast(sent, "model.norm.weight");
+    group->barrier("model.norm.weight");
+    return server.post("/reset_prefix_cache/", json::object());
+  }
+};
+
+}  // namespace
+
+// A broadcast shorter than announced (half the bytes: float32 announced,
+// bfloat16 sent) is an error at the next call; the old weights stay, and
+// the group still works for a correct update.
+TEST(RolloutWeights, AShorterBroadcastThanAnnouncedIsAnErrorAndTheWeightsStay) {
+  RolloutProcess server(grpo::testing::tiny_model_dir(), {"--comm_timeout_s", "10"});
+  ASSERT_NE(server.port(), 0);
+  const auto before = server_greedy(server);
+  HandRolledTrainer trainer(server);
+  const at::Tensor norm = at::linspace(-30, 30, 64);  // changes the greedy output once loaded
+  auto reply = trainer.push_norm(server, norm.to(at::kBFloat16));
+  EXPECT_EQ(reply.status, 500) << reply.raw;
+  const std::string error = reply.body.value("error", "");
+  EXPECT_NE(error.find("model.norm.weight"), std::string::npos) << error;
+  EXPECT_NE(error.find("fewer bytes than the 256 announced"), std::string::npos) << error;
+  EXPECT_EQ(server_greedy(server), before);
+  EXPECT_EQ(server.get("/health/").body["tensors_received"], 0);
+
+  reply = trainer.push_norm(server, norm.clone());
+  EXPECT_EQ(reply.status, 200) << reply.raw;
+  EXPECT_EQ(server.get("/health/").body["tensors_received"], 1);
+  EXPECT_NE(server_greedy(server), before);
+  EXPECT_EQ(server.terminate(), 0) << server.log();
+}
+
+// A longer one fails inside Gloo's network thread, where it cannot be
+// caught: the server stops with status 3 and says what it was receiving.
+TEST(RolloutWeights, ALongerBroadcastThanAnnouncedStopsTheServerNamingIt) {
+  RolloutProcess server(grpo::testing::tiny_model_dir(), {"--comm_timeout_s", "5"});
+  ASSERT_NE(server.port(), 0);
+  HandRolledTrainer trainer(server);
+  try {
+    trainer.push_norm(server, at::zeros({64}, at::kDouble));
+  } catch (const TransferError&) {  // the server is gone before the barrier
+  }
+  EXPECT_EQ(server.terminate(), 3) << server.log();
+  const std::string log = server.log();
+  EXPECT_NE(log.find("while receiving 'model.norm.weight' (256 bytes announced) the trainer sent more bytes"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("core dumped"), std::string::npos) << log;
 }
