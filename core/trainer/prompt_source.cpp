@@ -1,5 +1,7 @@
 #include "trainer/prompt_source.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <numeric>
 #include <sstream>
@@ -20,16 +22,19 @@ PromptSource::PromptSource(std::vector<data::Row> rows, const PromptFormat& form
   if (!bad) bad = &strict;
   for (const data::Row& row : rows) {
     nlohmann::json messages;
-    try {
-      messages = data::prompt_messages(row, format.system);
-    } catch (const data::DataError& e) {
-      bad->handle(e.what());
-      continue;
-    }
     Prompt p;
     tok::ChatOptions chat;
     chat.tools_json = format.tools_json;
-    p.ids = tok::encode_chat_prompt(*format.tokenizer, format.family, tok::messages_from_json(messages), chat);
+    try {
+      messages = data::prompt_messages(row, format.system);
+      p.ids = tok::encode_chat_prompt(*format.tokenizer, format.family, tok::messages_from_json(messages), chat);
+    } catch (const data::DataError& e) {
+      bad->handle(e.what());
+      continue;
+    } catch (const tok::ChatTemplateError& e) {  // the row's messages, as the template takes them
+      bad->handle(fmt::format("{}: {}", row.source, e.what()));
+      continue;
+    }
     const auto limit = static_cast<size_t>(format.max_prompt_tokens);
     if (format.max_prompt_tokens > 0 && p.ids.size() > limit) {
       if (format.truncation == Truncation::Delete) {

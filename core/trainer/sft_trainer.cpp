@@ -44,7 +44,11 @@ RolloutSequence example_of(const data::Row& row, const tok::Tokenizer& tokenizer
                                       row.source));
   }
   RolloutSequence s;
-  s.prompt_ids = tok::encode_chat_prompt(tokenizer, family, tok::messages_from_json(messages));
+  try {
+    s.prompt_ids = tok::encode_chat_prompt(tokenizer, family, tok::messages_from_json(messages));
+  } catch (const tok::ChatTemplateError& e) {
+    throw data::DataError(fmt::format("{}: {}", row.source, e.what()));
+  }
   s.completion_ids = tokenizer.encode(answer, false);
   if (auto eos = tokenizer.eos_id()) s.completion_ids.push_back(*eos);  // learn to stop
   return s;

@@ -45,6 +45,24 @@ TEST(HostileFiles, ADatasetColumnNested100000DeepIsAnErrorNamingTheLine) {
   expect_refused(run_host(run_flags(dir)), {dir + "/rows.jsonl:9", "nested deeper than 512"});
 }
 
+// Messages the chat template cannot take are the row's error (file:line),
+// and --skip_bad_rows skips them like any other bad row.
+TEST(HostileFiles, BadMessagesAreErrorsNamingTheLine) {
+  const std::map<std::string, std::string> cases = {
+      {R"([{"role": "user", "content": 5}])", "messages[0].content must be a string"},
+      {R"([{"role": "user", "content": [{"type": "image", "image": "x.png"}]}])", "has type \"image\""},
+      {R"([{"role": "wizard", "content": "hi"}])", "\"wizard\" is not one of system, user, assistant, tool"},
+      {R"([])", "cannot render a chat with no messages"}};
+  for (const auto& [messages, error] : cases) {
+    const std::string dir = tiny_run_dir("hostile_messages", true, "{\"messages\": " + messages + "}\n");
+    expect_refused(run_host(run_flags(dir)), {dir + "/rows.jsonl:9: ", error});
+  }
+  const std::string dir = tiny_run_dir("hostile_messages_skipped", true, R"({"messages": [{"role": "x", "content": ""}]})" "\n");
+  const CommandResult r = run_host(run_flags(dir, {{"skip_bad_rows", "true"}, {"max_steps", "1"}}));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("rows.jsonl:9: messages[0].role \"x\""), std::string::npos) << r.output;
+}
+
 TEST(HostileFiles, ANumberPastDoubleRangeIsAnErrorNamingTheFile) {
   const std::string dir = tiny_run_dir("hostile_1e999");
   write_file(dir + "/rows.json", "[{\"problem\": \"1+1=?\", \"solution\": \"2\", \"w\": 1e999}]");
