@@ -15,11 +15,66 @@ std::vector<data::Row> load_dataset_rows(const std::vector<data::DatasetSource>&
   return rows;
 }
 
+namespace {
+
+// The most input bytes one token can stand for, bounded from above by its
+// vocabulary spelling: byte-level BPE spells each byte as one or two UTF-8
+// bytes, SentencePiece a space as '▁' (three) and a raw byte as <0xNN>.
+size_t longest_token_bytes(const tok::Tokenizer& tokenizer) {
+  size_t longest = 1;
+  for (size_t id = 0; id < tokenizer.vocab_size(); ++id) {
+    try {
+      longest = std::max(longest, tokenizer.id_to_token(static_cast<int32_t>(id)).size());
+    } catch (const tok::TokenizerError&) {  // an unused id between the vocabulary and the added tokens
+    }
+  }
+  return longest;
+}
+
+// Cuts every text of `messages` to `cap` bytes, keeping its end or its start
+// (at a UTF-8 boundary). `cap` is over twice the bytes of the prompt limit's
+// worth of tokens, so what truncation keeps afterwards is what it would keep
+// from the whole text.
+void cut_texts(nlohmann::json& messages, size_t cap, bool keep_end) {
+  auto cut = [&](nlohmann::json& text) {
+    if (!text.is_string() || text.get_ref<const std::string&>().size() <= cap) return;
+    const std::string& whole = text.get_ref<const std::string&>();
+    size_t begin = 0, end = whole.size();
+    if (keep_end) {
+      begin = whole.size() - cap;
+      while (begin < end && (static_cast<unsigned char>(whole[begin]) & 0xC0) == 0x80) ++begin;
+    } else {
+      end = cap;
+      while (end > 0 && (static_cast<unsigned char>(whole[end]) & 0xC0) == 0x80) --end;
+    }
+    text = whole.substr(begin, end - begin);
+  };
+  for (auto& message : messages) {
+    if (!message.is_object() || !message.contains("content")) continue;
+    nlohmann::json& content = message["content"];
+    if (content.is_array()) {
+      for (auto& part : content)
+        if (part.is_object() && part.contains("text")) cut(part["text"]);
+    } else {
+      cut(content);
+    }
+  }
+}
+
+}  // namespace
+
 PromptSource::PromptSource(std::vector<data::Row> rows, const PromptFormat& format, bool shuffle, uint64_t seed,
                            data::BadRows* bad, const std::string& what)
     : shuffle_(shuffle), rng_(seed) {
   data::BadRows strict;
   if (!bad) bad = &strict;
+  // Texts longer than any prompt can be are cut before they are tokenized:
+  // tokenizing a 100 MB line whole took minutes and gigabytes to keep a few
+  // thousand tokens of it. Rows within the limit are untouched.
+  const size_t text_cap =
+      format.max_prompt_tokens > 0
+          ? 2 * (static_cast<size_t>(format.max_prompt_tokens) + 64) * longest_token_bytes(*format.tokenizer)
+          : 0;
   for (const data::Row& row : rows) {
     nlohmann::json messages;
     Prompt p;
@@ -27,6 +82,7 @@ PromptSource::PromptSource(std::vector<data::Row> rows, const PromptFormat& form
     chat.tools_json = format.tools_json;
     try {
       messages = data::prompt_messages(row, format.system);
+      if (text_cap > 0) cut_texts(messages, text_cap, format.truncation != Truncation::Right);
       p.ids = tok::encode_chat_prompt(*format.tokenizer, format.family, tok::messages_from_json(messages), chat);
     } catch (const data::DataError& e) {
       bad->handle(e.what());

@@ -91,3 +91,27 @@ TEST(PromptSource, MaxLengthCutsOrDropsLongPrompts) {
   EXPECT_EQ(del.dropped(), 1u);
   EXPECT_GT(long_len, 200u);
 }
+
+// A text far longer than any prompt is cut before it is tokenized, and what
+// truncation keeps is the same as from tokenizing all of it: the end
+// (left) or the start (right), with Qwen3's real BPE and multi-byte text.
+TEST(PromptSource, AHugeTextIsCutBeforeTokenizingToTheSameTokens) {
+  const tok::Tokenizer tokenizer = tok::Tokenizer::from_file(GRPO_TEST_DATA_DIR "/qwen3-tokenizer.json");
+  std::string text;
+  for (int i = 0; text.size() < 2'000'000; ++i)
+    text += "Step " + std::to_string(i) + ": naïve café — 数学题 " + std::string(i % 7, '=') + " x^" +
+            std::to_string(i * 37 % 101) + "\n";
+  nlohmann::json row = {{"prompt", text}};
+  const std::vector<data::Row> data = {data::Row{row, "rows.jsonl:1"}};
+  auto source = [&](int64_t max_tokens, trainer::Truncation truncation) {
+    return trainer::PromptSource(data, {&tokenizer, tok::ChatFamily::ChatML, "", max_tokens, truncation}, false, 0);
+  };
+  const std::vector<int32_t> whole = source(0, trainer::Truncation::Left).next(1)[0]->ids;
+  ASSERT_GT(whole.size(), 500'000u);
+  trainer::PromptSource left = source(300, trainer::Truncation::Left);
+  const Prompt& l = *left.next(1)[0];
+  EXPECT_EQ(l.ids, std::vector<int32_t>(whole.end() - 300, whole.end()));
+  EXPECT_LT(l.messages_json.size(), text.size() / 4);  // the text was cut, not tokenized whole
+  trainer::PromptSource right = source(300, trainer::Truncation::Right);
+  EXPECT_EQ(right.next(1)[0]->ids, std::vector<int32_t>(whole.begin(), whole.begin() + 300));
+}
