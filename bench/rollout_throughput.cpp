@@ -167,7 +167,7 @@ int main(int argc, char** argv) {
   double t0 = now_s();
   for (size_t i = 0; i < weights.size(); ++i) targets[i].copy_(weights[i].second);
   const double copy_s = now_s() - t0;
-  rollout::WeightSender sender({"http://127.0.0.1:" + std::to_string(port)});
+  rollout::WeightSender sender({{"http://127.0.0.1:" + std::to_string(port)}});
   sender.connect("127.0.0.1", free_port(), std::chrono::seconds(120));
   double per_param = 1e30, bucketed = 1e30;
   for (int run = 0; run < 3; ++run) {

@@ -86,11 +86,23 @@ void RolloutServer::add_weight_routes() {
     if (host == body.end() || !host->is_string()) throw RequestError("host", "required: the address to host the store at");
     const auto port = read_int(body, "port", "");
     if (!port || *port <= 0 || *port > 65535) throw RequestError("port", "required: a port in 1..65535");
-    const auto world_size = read_int(body, "world_size", "");
-    if (world_size.value_or(2) != 2)
-      throw RequestError("world_size", fmt::format("this server has 1 worker, so the group has 2 ranks, not {}",
-                                                   *world_size));
-    receiver_->init(host->get<std::string>(), static_cast<int>(*port), 2);
+    // Beyond TRL's protocol, `rank` puts this server's worker at that rank of
+    // a group over several servers (the first one, rank 0, hosts the store).
+    const int64_t world_size = read_int(body, "world_size", "").value_or(2);
+    const int64_t rank = read_int(body, "rank", "").value_or(0);
+    if (world_size < 2 || world_size > 4096)
+      throw RequestError("world_size", fmt::format("{} ranks: a group has this server's worker, the trainer (the "
+                                                   "last rank) and other servers' workers, 2..4096",
+                                                   world_size));
+    if (rank < 0 || rank > world_size - 2)
+      throw RequestError("rank", fmt::format("rank {} outside 0..{}: the last rank of {} is the trainer's", rank,
+                                             world_size - 2, world_size));
+    if (world_size != 2 && !body.contains("rank"))
+      throw RequestError("world_size", fmt::format("this server has 1 worker, so alone it makes a group of 2 ranks, "
+                                                   "not {}; in a group over several servers give each its 'rank'",
+                                                   world_size));
+    receiver_->init(host->get<std::string>(), static_cast<int>(*port), static_cast<int>(world_size),
+                    static_cast<int>(rank));
     return json{{"message", "Request received, initializing communicator"}};
   });
   route_post("/update_named_param/", [this](const json& body) {

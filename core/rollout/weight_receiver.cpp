@@ -71,17 +71,18 @@ void WeightReceiver::wait_idle() {
   }
 }
 
-void WeightReceiver::init(const std::string& host, int port, int world_size) {
+void WeightReceiver::init(const std::string& host, int port, int world_size, int rank) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     init_queued_ = true;
   }
-  enqueue([this, host, port, world_size] {
+  enqueue([this, host, port, world_size, rank] {
     group_.reset();
     connected_ = false;
-    spdlog::info("weight transfer: hosting the group at {}:{} (world size {})", host, port, world_size);
+    spdlog::info("weight transfer: {} the group at {}:{} as rank {} of {}", rank == 0 ? "hosting" : "joining", host,
+                 port, rank, world_size);
     try {
-      group_ = CommGroup::create(host, port, /*rank=*/0, world_size, timeout_);
+      group_ = CommGroup::create(host, port, rank, world_size, timeout_);
     } catch (const TransferError& e) {
       std::lock_guard<std::mutex> lock(mutex_);
       init_queued_ = false;

@@ -31,9 +31,9 @@ class WeightReceiver {
   WeightReceiver(const WeightReceiver&) = delete;
   WeightReceiver& operator=(const WeightReceiver&) = delete;
 
-  // Queues hosting the store at host:port and joining the group as rank 0;
-  // returns at once (an earlier group is closed first).
-  void init(const std::string& host, int port, int world_size);
+  // Queues joining the group at host:port as `rank` (rank 0 hosts its
+  // store); returns at once (an earlier group is closed first).
+  void init(const std::string& host, int port, int world_size, int rank = 0);
 
   // Waits for earlier work (rethrowing its failure), then queues receiving
   // `specs`: one tensor broadcast as itself, or (as_bucket) all of them as

@@ -28,11 +28,15 @@ std::string error_text(const httplib::Result& res) {
 
 }  // namespace
 
-WeightSender::WeightSender(WeightSenderOptions options)
-    : options_(std::move(options)), http_(std::make_unique<httplib::Client>(options_.base_url)) {
-  if (!http_->is_valid()) throw TransferError(fmt::format("'{}' is not a valid server URL", options_.base_url));
-  if (!options_.api_key.empty()) http_->set_bearer_token_auth(options_.api_key.c_str());
-  http_->set_connection_timeout(std::chrono::seconds(10));
+WeightSender::WeightSender(WeightSenderOptions options) : options_(std::move(options)) {
+  if (options_.base_urls.empty()) throw TransferError("no rollout server to send weights to");
+  for (const std::string& url : options_.base_urls) {
+    Server server{url, std::make_unique<httplib::Client>(url)};
+    if (!server.http->is_valid()) throw TransferError(fmt::format("'{}' is not a valid server URL", url));
+    if (!options_.api_key.empty()) server.http->set_bearer_token_auth(options_.api_key.c_str());
+    server.http->set_connection_timeout(std::chrono::seconds(10));
+    servers_.push_back(std::move(server));
+  }
 }
 
 WeightSender::~WeightSender() {
@@ -44,32 +48,44 @@ WeightSender::~WeightSender() {
 
 int WeightSender::world_size() const { return group_ ? group_->world_size() : 0; }
 
-json WeightSender::post(const std::string& path, const json& body, const std::string& what) {
-  auto res = http_->Post(path.c_str(), body.dump(), "application/json");
+json WeightSender::post(Server& server, const std::string& path, const json& body, const std::string& what) {
+  auto res = server.http->Post(path.c_str(), body.dump(), "application/json");
   if (!res || res->status != 200)
-    throw TransferError(fmt::format("{}: POST {} to {} failed: {}", what, path, options_.base_url, error_text(res)));
+    throw TransferError(fmt::format("{}: POST {} to {} failed: {}", what, path, server.url, error_text(res)));
   return res->body.empty() ? json::object() : json::parse(res->body);
+}
+
+void WeightSender::post_all(const std::string& path, const json& body, const std::string& what) {
+  for (Server& server : servers_) post(server, path, body, what);
 }
 
 void WeightSender::connect(const std::string& group_host, int group_port, std::chrono::milliseconds timeout) {
   if (group_) close();
-  // Every later call may wait for the server's previous transfer, itself bounded by `timeout`.
-  http_->set_read_timeout(timeout + std::chrono::seconds(10));
-  auto res = http_->Get("/get_world_size/");
-  if (!res || res->status != 200)
-    throw TransferError(fmt::format("connect: GET /get_world_size/ from {} failed: {}", options_.base_url,
-                                    error_text(res)));
-  const int workers = json::parse(res->body).at("world_size").get<int>();
-  const int world = workers + 1;  // the trainer is the last rank
-  post("/init_communicator/",
-       json{{"host", group_host}, {"port", group_port}, {"world_size", world}, {"client_device_uuid", "cpu"}},
-       "connect");
-  group_ = CommGroup::create(group_host, group_port, /*rank=*/workers, world, timeout);
+  std::vector<int> first_rank;
+  int world = 0;
+  for (Server& server : servers_) {
+    // Every later call may wait for the server's previous transfer, itself bounded by `timeout`.
+    server.http->set_read_timeout(timeout + std::chrono::seconds(10));
+    auto res = server.http->Get("/get_world_size/");
+    if (!res || res->status != 200)
+      throw TransferError(fmt::format("connect: GET /get_world_size/ from {} failed: {}", server.url,
+                                      error_text(res)));
+    first_rank.push_back(world);
+    world += json::parse(res->body).at("world_size").get<int>();
+  }
+  const int trainer_rank = world++;  // the trainer is the last rank
+  // The first server hosts the store and answers at once; the others then reach it, and this process last.
+  for (size_t i = 0; i < servers_.size(); ++i) {
+    json body{{"host", group_host}, {"port", group_port}, {"world_size", world}, {"client_device_uuid", "cpu"}};
+    if (servers_.size() > 1) body["rank"] = first_rank[i];  // beyond TRL's protocol: one group over many servers
+    post(servers_[i], "/init_communicator/", body, "connect");
+  }
+  group_ = CommGroup::create(group_host, group_port, trainer_rank, world, timeout);
 }
 
 void WeightSender::send(const std::string& name, const at::Tensor& tensor) {
   if (!group_) throw TransferError(fmt::format("send '{}': not connected; call connect() first", name));
-  post("/update_named_param/", spec_json(name, tensor), fmt::format("send '{}'", name));
+  post_all("/update_named_param/", spec_json(name, tensor), fmt::format("send '{}'", name));
   at::Tensor buffer = tensor.detach().to(at::kCPU).contiguous();  // the source rank only reads it
   const std::string what = fmt::format("'{}'", name);
   group_->broadcast(buffer, what);
@@ -87,7 +103,7 @@ void WeightSender::send_bucket(const NamedTensors& tensors) {
     params.push_back(spec_json(name, t));
     values.push_back(t.detach());
   }
-  post("/update_named_params/", json{{"params", params}}, "send " + what);
+  post_all("/update_named_params/", json{{"params", params}}, "send " + what);
   at::Tensor flat = pack_bucket(values);
   group_->broadcast(flat, what);
   group_->barrier(what);
@@ -110,11 +126,11 @@ void WeightSender::send_all(const NamedTensors& tensors, int64_t bucket_bytes) {
   else send_bucket(bucket);
 }
 
-void WeightSender::reset_prefix_cache() { post("/reset_prefix_cache/", json::object(), "reset_prefix_cache"); }
+void WeightSender::reset_prefix_cache() { post_all("/reset_prefix_cache/", json::object(), "reset_prefix_cache"); }
 
 void WeightSender::close() {
   group_.reset();
-  post("/close_communicator/", json::object(), "close");
+  post_all("/close_communicator/", json::object(), "close");
 }
 
 }  // namespace grpo::rollout

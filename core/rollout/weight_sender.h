@@ -1,6 +1,7 @@
-// The trainer's side of weight transfer, for pushing new weights into a
-// rollout server (grpo-rollout, or any server speaking the protocol over
-// Gloo): the HTTP calls and the broadcasts in the order the server expects.
+// The trainer's side of weight transfer, for pushing new weights into one or
+// more rollout servers (grpo-rollout, or any server speaking the protocol
+// over Gloo): the HTTP calls and the broadcasts in the order they expect.
+// Several servers share one group: each tensor is broadcast once, to all.
 //
 //   WeightSender sender({"http://127.0.0.1:8000"});
 //   sender.connect("127.0.0.1", 51216, std::chrono::seconds(60));
@@ -30,7 +31,7 @@ namespace grpo::rollout {
 using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
 
 struct WeightSenderOptions {
-  std::string base_url = "http://127.0.0.1:8000";
+  std::vector<std::string> base_urls = {"http://127.0.0.1:8000"};  // every server receives every tensor
   std::string api_key;  // sent as Authorization: Bearer when set
 };
 
@@ -41,10 +42,13 @@ class WeightSender {
   WeightSender(const WeightSender&) = delete;
   WeightSender& operator=(const WeightSender&) = delete;
 
-  // Asks the server for its worker count, has it host the group's store at
-  // group_host:group_port (an address of the server machine that this
-  // process reaches), and joins as the last rank. `timeout` bounds every
-  // later step too. Throws TransferError naming the step.
+  // Asks each server for its worker count and opens one group over all of
+  // them: the first server's workers take ranks 0.. and it hosts the store
+  // at group_host:group_port (an address of its machine that this process
+  // and the other servers reach); each next server's workers follow (its
+  // `rank` in /init_communicator/); this process joins as the last rank.
+  // `timeout` bounds every later step too. Throws TransferError naming the
+  // step and the server.
   void connect(const std::string& group_host, int group_port, std::chrono::milliseconds timeout);
 
   // One tensor per HTTP call and broadcast (the protocol's /update_named_param/).
@@ -54,8 +58,8 @@ class WeightSender {
   // Everything, in buckets of at most bucket_bytes (a larger tensor goes alone).
   void send_all(const NamedTensors& tensors, int64_t bucket_bytes);
 
-  // Waits until the server has loaded everything sent; throws its error if
-  // a transfer failed there.
+  // Waits until every server has loaded everything sent; throws the first
+  // error of a transfer that failed on one.
   void reset_prefix_cache();
   void close();
 
@@ -63,10 +67,16 @@ class WeightSender {
   int world_size() const;
 
  private:
-  nlohmann::json post(const std::string& path, const nlohmann::json& body, const std::string& what);
+  struct Server {
+    std::string url;
+    std::unique_ptr<httplib::Client> http;
+  };
+  nlohmann::json post(Server& server, const std::string& path, const nlohmann::json& body, const std::string& what);
+  // The same call to every server.
+  void post_all(const std::string& path, const nlohmann::json& body, const std::string& what);
 
   WeightSenderOptions options_;
-  std::unique_ptr<httplib::Client> http_;
+  std::vector<Server> servers_;
   std::unique_ptr<CommGroup> group_;
 };
 

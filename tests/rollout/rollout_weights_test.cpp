@@ -72,7 +72,7 @@ TEST(RolloutWeights, PerParameterPushMatchesInProcessEngine) {
   const auto want = greedy(perturbed.engine);
   ASSERT_NE(want, greedy(original)) << "the perturbation must change the output for this test to mean anything";
 
-  WeightSender sender({server.base_url()});
+  WeightSender sender({{server.base_url()}});
   sender.connect("127.0.0.1", grpo::testing::free_port(), std::chrono::seconds(30));
   EXPECT_EQ(sender.world_size(), 2);
   // The server finishes joining on its own thread, just after the trainer side: poll briefly.
@@ -94,7 +94,7 @@ TEST(RolloutWeights, BucketedPushOfBfloat16MatchesInProcessEngine) {
   RolloutProcess server(grpo::testing::tiny_model_dir(), {"--comm_timeout_s", "30"});
   ASSERT_NE(server.port(), 0);
   Perturbed perturbed(at::kBFloat16);  // sent as bfloat16, converted by the float32 server as the engine converts
-  WeightSender sender({server.base_url()});
+  WeightSender sender({{server.base_url()}});
   sender.connect("127.0.0.1", grpo::testing::free_port(), std::chrono::seconds(30));
   sender.send_all(perturbed.tensors, /*bucket_bytes=*/16 << 10);  // several buckets for the tiny model
   sender.reset_prefix_cache();
@@ -108,6 +108,42 @@ TEST(RolloutWeights, BucketedPushOfBfloat16MatchesInProcessEngine) {
   sender.reset_prefix_cache();
   EXPECT_EQ(server_greedy(server), greedy(original));
   sender.close();
+}
+
+// Two servers in one group: the first hosts the store, the second joins it
+// as rank 1, the trainer is rank 2, and each tensor is broadcast once.
+TEST(RolloutWeights, OneGroupPushesToTwoServers) {
+  RolloutProcess first(grpo::testing::tiny_model_dir(), {"--comm_timeout_s", "30"});
+  RolloutProcess second(grpo::testing::tiny_model_dir(), {"--comm_timeout_s", "30"});
+  ASSERT_NE(first.port(), 0);
+  ASSERT_NE(second.port(), 0);
+  Perturbed perturbed(at::kBFloat16);
+  const auto want = greedy(perturbed.engine);
+  WeightSender sender({{first.base_url(), second.base_url()}});
+  sender.connect("127.0.0.1", grpo::testing::free_port(), std::chrono::seconds(30));
+  EXPECT_EQ(sender.world_size(), 3);
+  sender.send_all(perturbed.tensors, /*bucket_bytes=*/16 << 10);
+  sender.reset_prefix_cache();
+  for (const RolloutProcess* server : {&first, &second}) {
+    EXPECT_EQ(server_greedy(*server), want);
+    EXPECT_EQ(server->get("/health/").body["tensors_received"], perturbed.tensors.size());
+  }
+  sender.close();
+  EXPECT_NE(second.log().find("joining the group at 127.0.0.1"), std::string::npos) << second.log();
+}
+
+// A group over several servers needs each one's rank; a bad one is a 422 naming it.
+TEST(RolloutWeights, AGroupRankOutsideTheWorldIsRefused) {
+  RolloutProcess server(grpo::testing::tiny_model_dir());
+  ASSERT_NE(server.port(), 0);
+  const int port = grpo::testing::free_port();
+  auto r = server.post("/init_communicator/", {{"host", "127.0.0.1"}, {"port", port}, {"world_size", 3}});
+  EXPECT_EQ(r.status, 422) << r.raw;
+  EXPECT_EQ(r.body.value("field", ""), "world_size") << r.raw;
+  r = server.post("/init_communicator/", {{"host", "127.0.0.1"}, {"port", port}, {"world_size", 3}, {"rank", 2}});
+  EXPECT_EQ(r.status, 422) << r.raw;
+  EXPECT_EQ(r.body.value("field", ""), "rank") << r.raw;
+  EXPECT_NE(r.body.value("error", "").find("the last rank of 3 is the trainer's"), std::string::npos) << r.raw;
 }
 
 TEST(RolloutWeights, TrainerThatNeverJoinsTimesOutNamingTheStep) {
@@ -127,7 +163,7 @@ TEST(RolloutWeights, TrainerThatNeverJoinsTimesOutNamingTheStep) {
 }
 
 TEST(RolloutWeights, SenderErrorsNameTheStep) {
-  WeightSender sender({"http://127.0.0.1:" + std::to_string(grpo::testing::free_port())});
+  WeightSender sender({{"http://127.0.0.1:" + std::to_string(grpo::testing::free_port())}});
   try {
     sender.send("model.norm.weight", at::zeros({64}));
     FAIL() << "send before connect must throw";

@@ -1,6 +1,7 @@
-// The external_server sampler: generation by a rollout server over HTTP
+// The external_server sampler: generation by rollout servers over HTTP
 // (grpo-rollout, `trl vllm-serve`, anything speaking the rollout protocol),
-// new weights pushed to it over the weight-transfer group after each update.
+// new weights pushed to them over one weight-transfer group after each
+// update. With several servers, each generation batch is spread over them.
 // It runs apart from the trainer, so it never takes weights as views: each
 // load_weights() sends the tensors' current values.
 #include <algorithm>
@@ -31,14 +32,25 @@ using grpo::external::RolloutHttp;
 
 struct ExternalSampler {
   grpo::Host host;
-  std::unique_ptr<RolloutHttp> http;
+  std::vector<std::unique_ptr<RolloutHttp>> servers;  // request i goes to servers[i % size]
   std::unique_ptr<grpo::tok::Tokenizer> tokenizer;
   std::unique_ptr<grpo::rollout::WeightSender> sender;  // connected at the first load_weights
   std::string group_host;
   int group_port = 51216;
   int64_t bucket_bytes = 0;  // 0: one tensor per call
   double comm_timeout_s = 300;
-  int max_concurrency = 16;
+  int max_concurrency = 16;  // per server
+
+  std::vector<std::string> urls() const {
+    std::vector<std::string> out;
+    for (const auto& server : servers) out.push_back(server->options().base_url);
+    return out;
+  }
+  std::string named_urls() const {
+    std::string out;
+    for (const std::string& url : urls()) out += (out.empty() ? "" : ", ") + url;
+    return out;
+  }
 };
 
 // "http://10.0.0.2:8000" -> "10.0.0.2": where the server (and so the group's store) runs.
@@ -48,14 +60,28 @@ std::string host_of(const std::string& url) {
   return rest.substr(0, rest.find_first_of(":/"));
 }
 
-std::string base_url_of(const grpo::Options& o) {
-  std::string url = o.get_string("base_url", "");
-  if (!url.empty()) return url.find("://") == std::string::npos ? "http://" + url : url;
+std::string with_scheme(const std::string& url) { return url.find("://") == std::string::npos ? "http://" + url : url; }
+
+// base_urls (a list), else base_url, else host and port.
+std::vector<std::string> base_urls_of(const grpo::Options& o, const json& config) {
+  std::vector<std::string> urls;
+  if (auto list = config.find("base_urls"); list != config.end() && !list->is_null()) {
+    if (!list->is_array()) throw grpo::Error("sampler_args base_urls must be a list of URLs");
+    for (const json& url : *list) {
+      if (!url.is_string() || url.get<std::string>().empty())
+        throw grpo::Error("sampler_args base_urls must be a list of URLs (http://HOST:PORT), got " + url.dump());
+      urls.push_back(with_scheme(url.get<std::string>()));
+    }
+  }
+  if (!urls.empty()) return urls;
+  const std::string url = o.get_string("base_url", "");
+  if (!url.empty()) return {with_scheme(url)};
   const std::string host = o.get_string("host", "");
   if (host.empty())
     throw grpo::Error("the external_server sampler needs the rollout server's address: sampler_args base_url "
-                      "(http://HOST:PORT) or host and port, or --vllm_server_host HOST --vllm_server_port PORT");
-  return "http://" + host + ":" + std::to_string(o.get_int("port", 8000));
+                      "(http://HOST:PORT), base_urls or host and port, or --vllm_server_host HOST --vllm_server_port "
+                      "PORT");
+  return {"http://" + host + ":" + std::to_string(o.get_int("port", 8000))};
 }
 
 grpo_status create(const grpo_host_api* host_api, grpo_str config, grpo_sampler_instance** out, grpo_error* err) {
@@ -64,7 +90,9 @@ grpo_status create(const grpo_host_api* host_api, grpo_str config, grpo_sampler_
     auto s = std::make_unique<ExternalSampler>();
     s->host = grpo::Host(host_api);
     grpo::external::ServerOptions so;
-    so.base_url = base_url_of(o);
+    const std::string text(grpo::view(config));  // Options reads scalars; base_urls is a list
+    const std::vector<std::string> urls = base_urls_of(o, json::parse(text.empty() ? "{}" : text));
+    so.base_url = urls.front();
     // The environment keeps the key out of args.yaml and ps, as the server's own variable does.
     const char* env_key = std::getenv("GRPO_ROLLOUT_API_KEY");
     so.api_key = o.get_string("api_key", env_key ? env_key : "");
@@ -88,13 +116,16 @@ grpo_status create(const grpo_host_api* host_api, grpo_str config, grpo_sampler_
         tok_path.size() > 5 && tok_path.compare(tok_path.size() - 5, 5, ".json") == 0
             ? grpo::tok::Tokenizer::from_file(tok_path)
             : grpo::tok::Tokenizer::from_dir(tok_path));
-    s->http = std::make_unique<RolloutHttp>(so);
     const double wait_s = o.get_double("timeout_s", 240);
-    s->host.info("waiting up to " + std::to_string(static_cast<int64_t>(wait_s)) + " s for the rollout server at " +
-                 s->http->options().base_url);
-    s->http->wait_until_healthy(wait_s);
-    s->host.info("rollout server at " + s->http->options().base_url + " is up (" +
-                 std::to_string(s->http->world_size()) + " worker(s))");
+    for (const std::string& url : urls) {
+      so.base_url = url;
+      s->servers.push_back(std::make_unique<RolloutHttp>(so));
+      s->host.info("waiting up to " + std::to_string(static_cast<int64_t>(wait_s)) + " s for the rollout server at " +
+                   url);
+      s->servers.back()->wait_until_healthy(wait_s);
+      s->host.info("rollout server at " + url + " is up (" + std::to_string(s->servers.back()->world_size()) +
+                   " worker(s))");
+    }
     *out = reinterpret_cast<grpo_sampler_instance*>(s.release());
   });
 }
@@ -154,7 +185,7 @@ grpo_status generate(grpo_sampler_instance* self, const grpo_generate_request* r
     auto worker = [&] {
       for (size_t i = next++; i < n_requests; i = next++) {
         try {
-          answers[i] = s->http->generate(request_body(*request(i), *params));
+          answers[i] = s->servers[i % s->servers.size()]->generate(request_body(*request(i), *params));
         } catch (const std::exception& e) {  // nothing may escape a thread
           std::lock_guard<std::mutex> lock(failure_mutex);
           if (failure.empty()) {
@@ -167,7 +198,7 @@ grpo_status generate(grpo_sampler_instance* self, const grpo_generate_request* r
       }
     };
     std::vector<std::thread> pool;
-    const size_t threads = std::min<size_t>(n_requests, static_cast<size_t>(s->max_concurrency));
+    const size_t threads = std::min<size_t>(n_requests, static_cast<size_t>(s->max_concurrency) * s->servers.size());
     for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
     worker();
     for (auto& t : pool) t.join();
@@ -211,12 +242,12 @@ grpo_status load_weights(grpo_sampler_instance* self, const grpo_named_tensor* t
                          grpo_error* err) {
   return grpo::detail::guarded(err, [&] {
     auto* s = reinterpret_cast<ExternalSampler*>(self);
-    const std::string& url = s->http->options().base_url;
+    const std::string url = s->named_urls();
     try {
       if (!s->sender) {
         grpo::rollout::WeightSenderOptions wo;
-        wo.base_url = url;
-        wo.api_key = s->http->options().api_key;
+        wo.base_urls = s->urls();
+        wo.api_key = s->servers.front()->options().api_key;
         s->sender = std::make_unique<grpo::rollout::WeightSender>(wo);
       }
       if (!s->sender->connected()) {
@@ -237,7 +268,8 @@ grpo_status load_weights(grpo_sampler_instance* self, const grpo_named_tensor* t
       if (flags & GRPO_WEIGHTS_LAST_BUCKET) s->sender->reset_prefix_cache();
     } catch (const std::exception& e) {  // TransferError, or a malformed answer
       s->sender.reset();  // the group is broken: a later call starts a fresh one
-      throw grpo::Error(std::string("pushing weights to the rollout server at ") + url + " failed: " + e.what() +
+      throw grpo::Error(std::string("pushing weights to the rollout server") + (s->servers.size() > 1 ? "s" : "") +
+                            " at " + url + " failed: " + e.what() +
                             ": is the server still running, and can it reach " + s->group_host + ":" +
                             std::to_string(s->group_port) + " (sampler_args group_host / group_port)?",
                         GRPO_UNAVAILABLE);
@@ -252,6 +284,7 @@ const grpo_sampler_api kApi = {GRPO_SAMPLER_API_STRUCT_SIZE, 0u, &create, &gener
 
 const char* kOptions = R"json([
   {"name": "base_url", "type": "string", "default": null, "help": "rollout server URL, e.g. http://127.0.0.1:8000"},
+  {"name": "base_urls", "type": "list", "default": null, "help": "several rollout servers' URLs: each generation batch is spread over them and the weights pushed to all in one group"},
   {"name": "host", "type": "string", "default": null, "help": "rollout server host (with port; instead of base_url)"},
   {"name": "port", "type": "int", "default": 8000, "help": "rollout server port (with host)"},
   {"name": "timeout_s", "type": "float", "default": 240, "help": "how long to wait for /health/ at start (vllm_server_timeout)"},
@@ -260,11 +293,11 @@ const char* kOptions = R"json([
   {"name": "backoff_s", "type": "float", "default": 1.0, "help": "wait before the first retry, doubled after each"},
   {"name": "retry_generate", "type": "bool", "default": false, "help": "retry /generate/ too (seeded calls repeat exactly)"},
   {"name": "api_key", "type": "string", "default": null, "help": "sent as Authorization: Bearer (the server's key; unset: $GRPO_ROLLOUT_API_KEY)"},
-  {"name": "group_host", "type": "string", "default": null, "help": "address of the weight-transfer store (default: the server's host)"},
+  {"name": "group_host", "type": "string", "default": null, "help": "address of the weight-transfer store (default: the first server's host)"},
   {"name": "group_port", "type": "int", "default": 51216, "help": "port of the weight-transfer store the server hosts"},
   {"name": "bucket_mb", "type": "float", "default": 256, "help": "weights per broadcast in MiB (0: one call per parameter)"},
   {"name": "comm_timeout_s", "type": "float", "default": 300, "help": "limit of each weight-transfer step"},
-  {"name": "max_concurrency", "type": "int", "default": 16, "help": "/generate/ calls in flight at once"},
+  {"name": "max_concurrency", "type": "int", "default": 16, "help": "/generate/ calls in flight at once, per server"},
   {"name": "model", "type": "string", "default": null, "help": "model directory whose tokenizer decodes completions"},
   {"name": "tokenizer", "type": "string", "default": null, "help": "tokenizer directory or tokenizer.json (default: the model's)"}])json";
 
