@@ -1,6 +1,8 @@
 // grpo-rollout: the rollout server (counterpart of `trl vllm-serve` and
 // `swift rollout`). SIGTERM and SIGINT stop it cleanly with exit status 0.
 #include <pthread.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 #include <signal.h>
 
 #include <algorithm>
@@ -182,6 +184,11 @@ grpo::rollout::ServerOptions server_options(const Flags& flags) {
 int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("grpo-rollout"));  // stdout stays free for what a user pipes
   std::set_terminate(on_terminate);
+  // Started by grpo-host (--num_infer_workers): end with it, even when it is killed.
+  if (const char* parent = std::getenv("GRPO_ROLLOUT_EXIT_WITH_PARENT")) {
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (std::to_string(::getppid()) != parent) return 1;  // it died before the line above
+  }
   // Block the stop signals in every thread (threads inherit the mask), so
   // one thread below receives them with sigwait and stops the server in order.
   sigset_t stop_signals;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 
 namespace grpo::config {
 namespace {
@@ -85,6 +86,16 @@ std::string finish_report_to(json& v) {
   if (!has_none) return "";
   if (v.size() > 1) return "'none' cannot be combined with other report_to values";
   v = json::array();
+  return "";
+}
+
+// Ports and counts given as a list of numbers: each a whole number, kept as an integer.
+std::string finish_whole_numbers(json& v) {
+  for (json& x : v) {
+    const double d = x.get<double>();
+    if (d != std::floor(d)) return "expected whole numbers, got " + x.dump();
+    x = static_cast<int64_t>(d);
+  }
   return "";
 }
 
@@ -231,9 +242,17 @@ std::vector<FlagSpec> build_table() {
               "fast sampling: sampler external_server when a server address is given, else native"));
   add(text("vllm_mode", "colocate", "colocate (sample in the training process) | server").hint("MODE")
           .choices({"colocate", "server"}));
-  add(text("vllm_server_base_url", nullptr, "rollout server URL, e.g. http://10.0.0.2:8000").hint("URL"));
-  add(text("vllm_server_host", nullptr, "rollout server host").hint("HOST"));
-  add(integer("vllm_server_port", 8000, "rollout server port").at_least(1).at_most(65535));
+  add(texts("vllm_server_base_url", json::array(),
+            "rollout server URLs, e.g. http://10.0.0.2:8000; with several, each generation batch is spread over "
+            "them and the weights go to all").hint("URL..."));
+  add(texts("vllm_server_host", json::array(), "rollout server hosts (several: as vllm_server_base_url)")
+          .hint("HOST..."));
+  add(reals("vllm_server_port", json::array({8000}), "rollout server ports: one per host, or one for all")
+          .at_least(1).at_most(65535).hint("PORT...").finish(finish_whole_numbers));
+  add(integer("num_infer_workers", nullptr,
+              "with --use_vllm true --vllm_mode server and no server address: start this many grpo-rollout "
+              "servers and sample on them (ms-swift's separate inference workers; processes on this node)")
+          .at_least(1).at_most(64));
   add(real("vllm_server_timeout", 240.0, "seconds to wait for the rollout server").above(0).hint("SECONDS"));
   add(real("vllm_gpu_memory_utilization", 0.9, "fraction of device memory the native sampler's KV cache may use")
           .above(0).at_most(1));
@@ -327,10 +346,6 @@ std::vector<FlagSpec> build_table() {
       "sequence parallelism is not built yet; leave it at 1 (for long sequences lower "
       "max_completion_length or keep gradient_checkpointing on)"));
   add(boolean("gc_collect_after_offload", false, "not built").not_built(not_built_offload));
-  add(integer("num_infer_workers", 1, "refused").refused(
-      "num_infer_workers (ms-swift 3.4 and older) placed sampling engines on extra GPUs; grpo-host "
-      "samples in every training process, or on separate GPUs through a rollout server "
-      "(--use_vllm true --vllm_mode server --vllm_server_host HOST)"));
   add(texts("vllm_device", json::array({"auto"}), "refused").refused(
       "grpo-host samples on each process's own device, or on a rollout server (--vllm_mode server); "
       "drop --vllm_device"));

@@ -258,30 +258,62 @@ class Resolver {
                   "per_device_eval_batch_size");
   }
 
-  std::string server_address() {
-    if (!value("vllm_server_base_url").is_null()) return value("vllm_server_base_url").get<std::string>();
-    if (!value("vllm_server_host").is_null())
-      return "http://" + value("vllm_server_host").get<std::string>() + ":" +
-             std::to_string(integer("vllm_server_port"));
-    return "";
+  // The rollout servers' URLs: vllm_server_base_url, else each host with its
+  // port (or the one port). Empty when none is given or the lists disagree
+  // (then a problem says so).
+  std::vector<std::string> server_addresses() {
+    std::vector<std::string> urls = value("vllm_server_base_url").get<std::vector<std::string>>();
+    if (!urls.empty()) return urls;
+    const auto hosts = value("vllm_server_host").get<std::vector<std::string>>();
+    const auto ports = value("vllm_server_port").get<std::vector<int64_t>>();
+    if (hosts.empty()) return {};
+    if (ports.size() != 1 && ports.size() != hosts.size()) {
+      problems_.add(shown("vllm_server_port") + " gives " + std::to_string(ports.size()) + " ports for " +
+                        std::to_string(hosts.size()) + " hosts: give one port per host, or one for all",
+                    "vllm_server_port");
+      return {};
+    }
+    for (size_t i = 0; i < hosts.size(); ++i) {
+      const std::string& host = hosts[i];
+      const bool ipv6 = host.find(':') != std::string::npos && host.front() != '[';
+      urls.push_back("http://" + (ipv6 ? "[" + host + "]" : host) + ":" +
+                     std::to_string(ports[ports.size() == 1 ? 0 : i]));
+    }
+    return urls;
   }
 
   // cli.md: use_vllm selects the fast path, external_server when a server address is given.
   void resolve_sampler() {
     if (problems_.touches({"use_vllm", "vllm_mode", "sampler", "sampler_args", "vllm_server_base_url",
-                           "vllm_server_host", "vllm_server_port", "vllm_server_timeout"}))
+                           "vllm_server_host", "vllm_server_port", "vllm_server_timeout", "num_infer_workers"}))
       return;
-    const std::string address = server_address();
+    const std::vector<std::string> addresses = server_addresses();
+    if (problems_.touches({"vllm_server_port"})) return;
     const json& given_args = value("sampler_args");
-    const bool args_have_url = given_args.contains("base_url");
+    const bool args_have_url = given_args.contains("base_url") || given_args.contains("base_urls");
+    // num_infer_workers: the host starts its own servers, so they have no address yet.
+    // One worker elsewhere is what ms-swift's default always meant: sampling beside training.
+    const json& workers = value("num_infer_workers");
+    const bool server_mode = value("use_vllm").get<bool>() && value("vllm_mode").get<std::string>() == "server";
+    const bool given_address = !addresses.empty() || args_have_url;
+    const bool starts_servers = !workers.is_null() && server_mode && !given_address;
+    if (!workers.is_null() && !starts_servers && workers.get<int64_t>() > 1) {
+      problems_.add(shown("num_infer_workers") +
+                        (given_address
+                             ? " starts its own rollout servers, and a server address is given too; keep one of them"
+                             : " starts rollout servers to sample on: it needs --use_vllm true --vllm_mode server"),
+                    "num_infer_workers");
+      return;
+    }
     if (value("use_vllm").get<bool>()) {
       const std::string mode = value("vllm_mode").get<std::string>();
       std::string wanted = "native";
-      if (mode == "server" || !address.empty()) {
-        if (address.empty() && !args_have_url) {
+      if (mode == "server" || !addresses.empty()) {
+        if (addresses.empty() && !args_have_url && !starts_servers) {
           problems_.add("use_vllm with vllm_mode server" + from("vllm_mode") +
                             " needs the rollout server's address: set --vllm_server_host HOST (and "
-                            "--vllm_server_port) or --vllm_server_base_url URL",
+                            "--vllm_server_port) or --vllm_server_base_url URL, or have grpo-host start servers "
+                            "with --num_infer_workers N",
                         "vllm_mode");
           return;
         }
@@ -299,16 +331,17 @@ class Resolver {
     if (value("sampler").get<std::string>() != "external_server") return;
     json args = given_args;
     std::vector<std::string> added;
-    if (!args.contains("base_url")) {
-      if (address.empty()) {
+    if (!args_have_url && !starts_servers) {
+      if (addresses.empty()) {
         problems_.add("sampler external_server" + from("sampler") +
                           " needs the rollout server's address: set sampler_args '{\"base_url\": "
                           "\"http://HOST:8000\"}' or --vllm_server_host HOST",
                       "sampler_args");
         return;
       }
-      args["base_url"] = address;
-      added.push_back(value("vllm_server_base_url").is_null() ? "vllm_server_host/port" : "vllm_server_base_url");
+      if (addresses.size() == 1) args["base_url"] = addresses[0];
+      else args["base_urls"] = addresses;
+      added.push_back(value("vllm_server_base_url").empty() ? "vllm_server_host/port" : "vllm_server_base_url");
     }
     if (!args.contains("timeout_s")) {
       args["timeout_s"] = value("vllm_server_timeout");

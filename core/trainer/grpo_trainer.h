@@ -24,6 +24,7 @@
 #include "trainer/conversations.h"
 #include "trainer/data_parallel.h"
 #include "trainer/generation_batch.h"
+#include "trainer/local_rollout_servers.h"
 #include "trainer/lr_schedule.h"
 #include "trainer/micro_batches.h"
 #include "trainer/prompt_source.h"
@@ -58,6 +59,7 @@ struct PolicyState {
 // the current generation batch's micro-batches, and async_generate's batch
 // in flight.
 struct RolloutState {
+  std::unique_ptr<LocalRolloutServers> servers;  // --num_infer_workers: stopped after the sampler is gone
   std::unique_ptr<plugins::SamplerClient> sampler;
   std::unique_ptr<WeightViews> views;          // what the sampler was handed
   std::map<std::string, at::Tensor> merged;    // LoRA: W + scaling * B A per adapted weight
@@ -108,6 +110,7 @@ class GrpoTrainer {
 
   // sampler_weights.cpp: the sampler plugin, the weights it reads, async_generate.
   void create_sampler();
+  std::vector<std::string> start_local_servers();  // --num_infer_workers: their URLs, on every rank
   GenerationBatch next_async_batch(Metrics& m);
   void launch_generation();               // on a background thread, with the sampler's current weights
   void sync_sampler_weights(Metrics& m);  // the policy's weights to the sampler (merge, copy or push)

@@ -9,6 +9,8 @@
 #include <grpo/sampler.h>
 #include <torch/types.h>
 
+#include <thread>
+
 #include "model/dtype.h"
 #include "model/lora.h"
 #include "model/weights.h"
@@ -32,8 +34,10 @@ void GrpoTrainer::create_sampler() {
   run_values["model"] = s_.model.dir;
   run_values["torch_dtype"] = model::weight_dtype_name(s_.model.dtype);
   run_values["num_threads"] = s_.num_threads;
+  nlohmann::json sampler_args = s_.sampling.sampler_args;
+  if (s_.sampling.start_servers > 0) sampler_args["base_urls"] = start_local_servers();
   rollout_.sampler = plugins::SamplerClient::create(
-      sampler, plugins::resolve_plugin_options(sampler.info, run_values, s_.sampling.sampler_args, "sampler_args"), plugin_metrics_,
+      sampler, plugins::resolve_plugin_options(sampler.info, run_values, sampler_args, "sampler_args"), plugin_metrics_,
       s_.run.json.dump(), text_services_);
   if (s_.model.lora) {  // the sampler's model has no adapters: it reads W + scaling * B A, merged after each step
     rollout_.merged = model::merged_weight_buffers(policy);
@@ -55,6 +59,34 @@ void GrpoTrainer::create_sampler() {
   } else {
     push_weights_to_server(flags, "the policy's first weights");
   }
+}
+
+// Rank 0 starts the servers on this node and tells the other ranks their
+// ports; they share them, as they share a server given by address. On CPU
+// the servers divide the cores training uses (training waits while they sample).
+std::vector<std::string> GrpoTrainer::start_local_servers() {
+  const int64_t count = s_.sampling.start_servers;
+  if (world_.local_size() != world_.size())
+    throw std::runtime_error("--num_infer_workers starts rollout servers on this node, which the other nodes' ranks "
+                             "cannot reach; start grpo-rollout on the server machines and give --vllm_server_host");
+  at::Tensor ports = at::zeros({count}, at::kLong);
+  if (world_.is_main()) {
+    LocalServerOptions o;
+    o.count = count;
+    o.model_dir = s_.model.dir;
+    o.torch_dtype = model::weight_dtype_name(s_.model.dtype);
+    const int cores = s_.num_threads > 0 ? s_.num_threads : static_cast<int>(std::thread::hardware_concurrency());
+    o.threads_each = std::max<int>(1, cores / static_cast<int>(count));
+    o.log_dir = s_.checkpoint.output_dir;
+    o.start_timeout_s = s_.sampling.sampler_args.value("timeout_s", 240.0);
+    rollout_.servers = std::make_unique<LocalRolloutServers>(o);
+    for (int64_t i = 0; i < count; ++i) ports[i] = rollout_.servers->ports()[static_cast<size_t>(i)];
+  }
+  std::vector<at::Tensor> shared{ports};
+  world_.broadcast(shared, 0, dist::Channel::Train, "the ports of the rollout servers rank 0 started");
+  std::vector<std::string> urls;
+  for (int64_t i = 0; i < count; ++i) urls.push_back("http://127.0.0.1:" + std::to_string(shared[0][i].item<int64_t>()));
+  return urls;
 }
 
 // A sampler out of process (a rollout server) is shared by every rank: rank

@@ -190,6 +190,10 @@ GrpoSettings GrpoSettings::from(const config::Config& cfg) {
   SamplingSettings& sm = s.sampling;
   sm.sampler = r.text("sampler");
   sm.sampler_args = r.json("sampler_args");
+  // The configuration leaves the servers' address out exactly when the host starts them.
+  const std::optional<int64_t> workers = r.optional_integer("num_infer_workers");
+  const bool has_address = sm.sampler_args.contains("base_url") || sm.sampler_args.contains("base_urls");
+  sm.start_servers = workers && sm.sampler == "external_server" && !has_address ? *workers : 0;
   r.mark_used("log_level");  // applied when the configuration is parsed
   // The configuration resolves these into `sampler` and `sampler_args`.
   for (const char* flag : {"use_vllm", "vllm_mode", "vllm_server_base_url", "vllm_server_host", "vllm_server_port",

@@ -80,6 +80,7 @@ struct SamplingSettings {
   bool async = false;              // async_generate
   bool dynamic_sample = false;
   int64_t max_resample_times = 3;
+  int64_t start_servers = 0;  // num_infer_workers: grpo-rollout servers the host starts and samples on (0: none)
 };
 
 // Multi-turn rollouts (ms-swift's multi_turn_scheduler, max_turns,

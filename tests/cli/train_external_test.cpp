@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <regex>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -306,4 +307,118 @@ TEST(TrainExternal, SigtermWhileTheServerIsStalledStopsWithinSecondsAndSaves) {
   EXPECT_GE(state["global_step"].get<int64_t>(), 2);
   EXPECT_EQ(checkpoints[0], dir + "/out/checkpoint-" + std::to_string(state["global_step"].get<int64_t>()));
   EXPECT_TRUE(fs::exists(checkpoints[0] + "/model.safetensors"));
+}
+
+namespace {
+
+// The completions and losses of two runs of the same settings are the same.
+void expect_same_run(const std::string& want_dir, const std::string& got_dir) {
+  auto want = read_jsonl(want_dir + "/completions.jsonl"), got = read_jsonl(got_dir + "/completions.jsonl");
+  ASSERT_EQ(got.size(), want.size());
+  ASSERT_FALSE(got.empty());
+  for (size_t i = 0; i < got.size(); ++i)
+    for (const char* key : {"step", "prompt", "completion", "reward"})
+      EXPECT_EQ(got[i][key], want[i][key]) << "completion " << i << " " << key;
+  auto log_want = read_jsonl(want_dir + "/logging.jsonl"), log_got = read_jsonl(got_dir + "/logging.jsonl");
+  ASSERT_EQ(log_got.size(), log_want.size());
+  for (size_t s = 0; s < log_got.size(); ++s)
+    EXPECT_NEAR(log_got[s]["loss"].get<double>(), log_want[s]["loss"].get<double>(), 1e-6) << s;
+}
+
+// Sampling at temperature 1, so that the completions depend on each request's seed.
+const char* kSampled = " --top_k 0 --temperature 1.0";
+
+std::string group_port_args() {
+  return " --sampler_args '{\"group_port\": " + std::to_string(free_port()) + ", \"comm_timeout_s\": 20}'";
+}
+
+}  // namespace
+
+// ms-swift's --vllm_server_host h1 h2 --vllm_server_port p1 p2: each
+// generation batch is spread over both servers and every update reaches
+// both in one group; since each request carries its seed, the run is the
+// one a single server gives.
+TEST(TrainExternal, TwoServersByHostListTrainAsOneServer) {
+  const std::string dir = setup_run("train_external_two_servers", 2);
+  RolloutProcess first(dir + "/model"), second(dir + "/model");
+  ASSERT_NE(first.port(), 0);
+  ASSERT_NE(second.port(), 0);
+  CommandResult one = run_host("train --config " + dir + "/run.yaml --output_dir " + dir + "/one" + kSampled +
+                               external_args(first));
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  const int64_t first_requests = first.get("/health/").body.value("requests", 0);
+  CommandResult two = run_host("train --config " + dir + "/run.yaml --output_dir " + dir + "/two" + kSampled +
+                               " --use_vllm true --vllm_mode server --vllm_server_host 127.0.0.1 127.0.0.1 "
+                               "--vllm_server_port " + std::to_string(first.port()) + " " +
+                               std::to_string(second.port()) + group_port_args());
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  expect_same_run(dir + "/one", dir + "/two");
+  EXPECT_GT(first.get("/health/").body.value("requests", 0), first_requests) << "both servers sample";
+  EXPECT_GT(second.get("/health/").body.value("requests", 0), 0) << "both servers sample";
+  EXPECT_GT(second.get("/health/").body.value("tensors_received", 0), 0) << "both servers get the updates";
+}
+
+// --num_infer_workers 2 with --vllm_mode server and no address: grpo-host
+// starts two grpo-rollout servers, samples on them as on servers given by
+// address, and stops them when the run ends.
+TEST(TrainExternal, NumInferWorkersStartsServersForTheRunAndStopsThem) {
+  const std::string dir = setup_run("train_external_infer_workers", 2);
+  RolloutProcess server(dir + "/model");
+  ASSERT_NE(server.port(), 0);
+  CommandResult one = run_host("train --config " + dir + "/run.yaml --output_dir " + dir + "/one" + kSampled +
+                               external_args(server));
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  CommandResult own = run_host("train --config " + dir + "/run.yaml --output_dir " + dir + "/own" + kSampled +
+                               " --use_vllm true --vllm_mode server --num_infer_workers 2" + group_port_args());
+  ASSERT_EQ(own.exit_code, 0) << own.output;
+  expect_same_run(dir + "/one", dir + "/own");
+  for (int i = 0; i < 2; ++i) {
+    const std::string log = read_file(dir + "/own/rollout_server_" + std::to_string(i) + ".log");
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(log, m, std::regex("on http://127.0.0.1:([0-9]+)/"))) << log;
+    EXPECT_NE(log.find("signal 15 received, stopping"), std::string::npos) << "stopped by the trainer: " << log;
+    EXPECT_FALSE(port_answers(std::stoi(m[1].str()))) << "server " << i << " is still running";
+  }
+  // Asked for with a server address as well, it is refused, naming both.
+  const auto both = run_host("train --config " + dir + "/run.yaml --output_dir " + dir + "/both" +
+                             " --use_vllm true --vllm_mode server --num_infer_workers 2 --vllm_server_host 127.0.0.1");
+  EXPECT_EQ(both.exit_code, 2) << both.output;
+  EXPECT_NE(both.output.find("num_infer_workers 2 (--num_infer_workers) starts its own rollout servers, and a server "
+                             "address is given too"),
+            std::string::npos)
+      << both.output;
+}
+
+// A trainer killed with SIGKILL cannot stop its servers: they end with it
+// (grpo-rollout asks the kernel for a signal when its parent dies).
+TEST(TrainExternal, ServersStartedByATrainerEndWhenItIsKilled) {
+  const std::string dir = setup_run("train_external_workers_kill", 1000);
+  const std::string command = "exec " + std::string(GRPO_HOST_EXE) + " train --config " + dir +
+                              "/run.yaml --output_dir " + dir + "/out --use_vllm true --vllm_mode server "
+                              "--num_infer_workers 2" + group_port_args() + " > " + dir + "/train.log 2>&1";
+  const pid_t trainer = ::fork();
+  if (trainer == 0) {
+    ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  for (int i = 0; i < 1200 && read_jsonl(dir + "/out/logging.jsonl").empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::vector<int> ports;
+  for (int i = 0; i < 2; ++i) {
+    const std::string log = read_file(dir + "/out/rollout_server_" + std::to_string(i) + ".log");
+    std::smatch m;
+    if (std::regex_search(log, m, std::regex("on http://127.0.0.1:([0-9]+)/"))) ports.push_back(std::stoi(m[1].str()));
+  }
+  ::kill(trainer, SIGKILL);
+  int status = 0;
+  ::waitpid(trainer, &status, 0);
+  ASSERT_EQ(ports.size(), 2u) << read_file(dir + "/train.log");
+  for (int port : ports) {
+    bool answers = true;
+    for (int i = 0; i < 200 && answers; ++i) {
+      answers = port_answers(port);
+      if (answers) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    EXPECT_FALSE(answers) << "the server on port " << port << " outlived its trainer by 10 s";
+  }
 }

@@ -103,7 +103,7 @@ TEST(ConfigDefaults, MatchCliMd) {
   EXPECT_DOUBLE_EQ(c.get_double("cosine_max_len_value_correct"), 0.5);
   EXPECT_EQ(c.get_int("repetition_n_grams"), 3);
   EXPECT_DOUBLE_EQ(c.get_double("repetition_max_penalty"), -1.0);
-  EXPECT_EQ(c.get_int("vllm_server_port"), 8000);
+  EXPECT_EQ(c.get_json("vllm_server_port"), nlohmann::json::array({8000}));
   EXPECT_DOUBLE_EQ(c.get_double("vllm_server_timeout"), 240.0);
   EXPECT_DOUBLE_EQ(c.get_double("vllm_gpu_memory_utilization"), 0.9);
   EXPECT_TRUE(c.get_bool("vllm_enable_prefix_caching"));
@@ -440,7 +440,8 @@ TEST(ConfigAvailability, PythonOnlyFlags) {
   EXPECT_NE(wandb.find("report_to tensorboard"), std::string::npos) << wandb;
   EXPECT_TRUE(parse_args(with_batch({"--use_hf", "true"})).config.get_bool("use_hf"));  // the hub caches' order
   EXPECT_NE(cli_error(with_batch({"--attn_impl", "flash_attn"})).find("attention kernel"), std::string::npos);
-  EXPECT_NE(cli_error(with_batch({"--num_infer_workers", "2"})).find("rollout server"), std::string::npos);
+  EXPECT_NE(cli_error(with_batch({"--num_infer_workers", "2"})).find("it needs --use_vllm true --vllm_mode server"),
+            std::string::npos);
   EXPECT_NE(cli_error(with_batch({"--mini_batch_size", "2"})).find("steps_per_generation"), std::string::npos);
   const std::string dpo = cli_error(with_batch({"--rlhf_type", "dpo"}));
   EXPECT_NE(dpo.find("GRPO only"), std::string::npos) << dpo;
@@ -586,6 +587,31 @@ TEST(ConfigRules, UseVllmSelectsSampler) {
             "external_server");
   const std::string bare = cli_error(with_batch({"--sampler", "external_server"}));
   EXPECT_NE(bare.find("base_url"), std::string::npos) << bare;
+}
+
+// ms-swift's lists: several servers by host (one port each, or one for all) or by URL.
+TEST(ConfigRules, SeveralServersBecomeBaseUrls) {
+  const auto args = [](std::vector<std::string> flags) {
+    flags.insert(flags.begin(), {"--use_vllm", "true", "--vllm_mode", "server"});
+    return parse_args(with_batch(flags)).config.get_json("sampler_args");
+  };
+  EXPECT_EQ(args({"--vllm_server_host", "10.0.0.2", "10.0.0.3", "--vllm_server_port", "8001", "8002"})["base_urls"],
+            nlohmann::json::array({"http://10.0.0.2:8001", "http://10.0.0.3:8002"}));
+  EXPECT_EQ(args({"--vllm_server_host", "10.0.0.2", "::1", "--vllm_server_port", "9000"})["base_urls"],
+            nlohmann::json::array({"http://10.0.0.2:9000", "http://[::1]:9000"}));
+  EXPECT_EQ(args({"--vllm_server_base_url", "http://a:1", "http://b:2"})["base_urls"],
+            nlohmann::json::array({"http://a:1", "http://b:2"}));
+  EXPECT_EQ(args({"--vllm_server_host", "10.0.0.2"})["base_url"], "http://10.0.0.2:8000");  // one stays base_url
+  const std::string mismatch = cli_error(with_batch({"--use_vllm", "true", "--vllm_server_host", "a", "b", "c",
+                                                     "--vllm_server_port", "1", "2"}));
+  EXPECT_NE(mismatch.find("gives 2 ports for 3 hosts"), std::string::npos) << mismatch;
+  EXPECT_NE(cli_error(with_batch({"--vllm_server_port", "80.5"})).find("whole numbers"), std::string::npos);
+  // num_infer_workers: the host starts the servers, so there is no address to derive.
+  const Config own = parse_args(with_batch({"--use_vllm", "true", "--vllm_mode", "server", "--num_infer_workers",
+                                            "3"})).config;
+  EXPECT_EQ(own.get_string("sampler"), "external_server");
+  EXPECT_FALSE(own.get_json("sampler_args").contains("base_url"));
+  EXPECT_EQ(own.get_int("num_infer_workers"), 3);
 }
 
 // ---- set(), args.yaml, help ----

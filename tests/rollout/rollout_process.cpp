@@ -33,6 +33,17 @@ int free_port() {
   return ntohs(addr.sin_port);
 }
 
+bool port_answers(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  const bool answers = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  ::close(fd);
+  return answers;
+}
+
 const std::string& tiny_model_dir() {
   static const std::string dir = [] {
     // One per process: ctest runs test cases in parallel processes.

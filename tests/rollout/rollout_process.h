@@ -51,6 +51,9 @@ class RolloutProcess {
 // A TCP port that was free a moment ago (bound to port 0, then released).
 int free_port();
 
+// Whether something accepts connections on 127.0.0.1:port.
+bool port_answers(int port);
+
 // A tiny Qwen2 model with a ChatML tokenizer, created once per test binary.
 const std::string& tiny_model_dir();
 

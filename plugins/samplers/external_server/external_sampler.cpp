@@ -32,7 +32,8 @@ using grpo::external::RolloutHttp;
 
 struct ExternalSampler {
   grpo::Host host;
-  std::vector<std::unique_ptr<RolloutHttp>> servers;  // request i goes to servers[i % size]
+  std::vector<std::unique_ptr<RolloutHttp>> servers;  // request i of call c goes to servers[(c + i) % size]
+  std::atomic<size_t> calls{0};
   std::unique_ptr<grpo::tok::Tokenizer> tokenizer;
   std::unique_ptr<grpo::rollout::WeightSender> sender;  // connected at the first load_weights
   std::string group_host;
@@ -179,13 +180,15 @@ grpo_status generate(grpo_sampler_instance* self, const grpo_generate_request* r
     };
     std::vector<json> answers(n_requests);
     std::atomic<size_t> next{0};
+    // Calls start on the servers in turn: a call of one request (one prompt) uses each server as often.
+    const size_t first = s->calls++;
     std::mutex failure_mutex;
     std::string failure;
     grpo_status failure_code = GRPO_OK;
     auto worker = [&] {
       for (size_t i = next++; i < n_requests; i = next++) {
         try {
-          answers[i] = s->servers[i % s->servers.size()]->generate(request_body(*request(i), *params));
+          answers[i] = s->servers[(first + i) % s->servers.size()]->generate(request_body(*request(i), *params));
         } catch (const std::exception& e) {  // nothing may escape a thread
           std::lock_guard<std::mutex> lock(failure_mutex);
           if (failure.empty()) {

@@ -1,0 +1,47 @@
+// grpo-rollout servers the trainer starts for itself (--num_infer_workers
+// with --vllm_mode server and no address): processes on this node, each on
+// a free loopback port, stopped when the run ends — and when the trainer
+// dies, since each exits with its parent.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace grpo::trainer {
+
+struct LocalServerOptions {
+  int64_t count = 1;
+  std::string model_dir;
+  std::string torch_dtype = "float32";
+  int threads_each = 1;         // engine threads of each server
+  std::string log_dir;          // each server's stderr goes to <log_dir>/rollout_server_<i>.log
+  double start_timeout_s = 240;  // until each prints its address (vllm_server_timeout)
+};
+
+class LocalRolloutServers {
+ public:
+  // Starts the servers and returns once each listens. Throws naming the
+  // server and the end of its log when one exits or stays silent.
+  explicit LocalRolloutServers(const LocalServerOptions& options);
+  ~LocalRolloutServers();  // SIGTERM to each, SIGKILL to any still there after 10 s
+  LocalRolloutServers(const LocalRolloutServers&) = delete;
+  LocalRolloutServers& operator=(const LocalRolloutServers&) = delete;
+
+  const std::vector<std::string>& urls() const { return urls_; }
+  const std::vector<int>& ports() const { return ports_; }
+
+ private:
+  struct Server {
+    pid_t pid = -1;
+    int stdout_fd = -1;  // kept open: the server's stdout must not break under it
+    std::string log;
+  };
+  void stop_all();
+  std::vector<Server> servers_;
+  std::vector<std::string> urls_;
+  std::vector<int> ports_;
+};
+
+}  // namespace grpo::trainer
