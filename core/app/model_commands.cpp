@@ -9,6 +9,7 @@
 #include <torch/types.h>
 
 #include "config/config.h"
+#include "model/dtype.h"
 #include "model/engine.h"
 #include "model/presets.h"
 #include "model/stop_ids.h"
@@ -85,7 +86,7 @@ int run_generate_command(const std::vector<std::string>& args) {
 
   model::configure_cpu_threads(s.num_threads);
   tok::Tokenizer tokenizer = tok::Tokenizer::from_dir(dir);
-  model::Engine engine(model::load_model_or_adapter(dir), &tokenizer);  // a LoRA checkpoint too
+  model::Engine engine(model::load_model_or_adapter(dir, s.dtype), &tokenizer);  // a LoRA checkpoint too
   model::GenerateRequest request;
   if (parsed.extras.count("raw")) {
     request.prompt_ids = tokenizer.encode(prompt, /*add_special_tokens=*/true);
@@ -118,7 +119,8 @@ int run_generate_command(const std::vector<std::string>& args) {
                 c.finish == model::FinishReason::Stop ? "stop" : "length",
                 tokenizer.decode_sampled(c.ids, /*skip_special_tokens=*/true).c_str());
   }
-  std::fprintf(stderr, "%zu tokens in %.2f s (%.1f tokens/s)\n", tokens, seconds, tokens / seconds);
+  std::fprintf(stderr, "%zu tokens in %.2f s (%.1f tokens/s, %s)\n", tokens, seconds, tokens / seconds,
+               model::weight_dtype_name(s.dtype).c_str());
   return 0;
 }
 

@@ -298,6 +298,7 @@ EvaluateSettings EvaluateSettings::from(const config::Config& cfg, bool needs_da
   if (s.model_dir.empty())
     throw config::ConfigError(std::string(needs_data ? "evaluate" : "generate") +
                               " needs --model DIR (a Hugging Face model directory)");
+  s.dtype = model::weight_dtype_from_name(r.text("torch_dtype"), "--torch_dtype");
   s.datasets = read_datasets(r, "dataset");
   if (needs_data && s.datasets.empty()) throw config::ConfigError("evaluate needs --dataset rows.jsonl");
   s.prompts = read_prompt_settings(r);

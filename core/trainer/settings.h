@@ -201,6 +201,7 @@ struct SftSettings {
 // grpo-host evaluate and generate: a model, prompts and sampling.
 struct EvaluateSettings {
   std::string model_dir;
+  at::ScalarType dtype = at::kFloat;  // torch_dtype: what the weights are computed in
   std::vector<data::DatasetSource> datasets;
   PromptSettings prompts;
   plugins::SampleOptions sampling;

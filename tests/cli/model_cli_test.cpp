@@ -16,6 +16,11 @@ TEST(InitModelCommand, CreatesALoadableModelAndGenerateIsReproducible) {
   EXPECT_NE(a.output.find("completion 1 (8 tokens, length)"), std::string::npos) << a.output;
   auto strip_timing = [](std::string s) { return s.substr(0, s.rfind(" tokens in ")); };
   EXPECT_EQ(strip_timing(a.output), strip_timing(b.output));
+  // --torch_dtype is what the weights are computed in, for generate as for training.
+  CommandResult bf16 = run_host(gen + " --torch_dtype bfloat16");
+  ASSERT_EQ(bf16.exit_code, 0) << bf16.output;
+  EXPECT_NE(bf16.output.find("tokens/s, bfloat16)"), std::string::npos) << bf16.output;
+  EXPECT_NE(a.output.find("tokens/s, float32)"), std::string::npos) << a.output;
 }
 
 TEST(InitModelCommand, EveryArchitectureAndAForeignTokenizer) {
