@@ -54,7 +54,8 @@ int real_shape_step(const std::string& shape, int steps, int threads, const fs::
     return 1;
   const std::string out = (work / "run").string();
   const std::string train = host + " train --model " + model.string() + " --dataset " + src +
-                            "/configs/quickstart/train.jsonl --reward_funcs format --num_generations 8 --per_device_train_batch_size 16 "
+                            "/configs/quickstart/train.jsonl --train_type full --reward_funcs format --num_generations 8 "
+                            "--per_device_train_batch_size 16 "
                             "--gradient_accumulation_steps 1 --max_completion_length 64 --temperature 1 --top_k 0 "
                             "--top_p 1 --beta 0 --learning_rate 1e-6 --gradient_checkpointing false --max_steps " +
                             std::to_string(steps) + " --logging_steps 1 --save_steps 100000 --log_completions false "
@@ -87,6 +88,8 @@ int real_shape_step(const std::string& shape, int steps, int threads, const fs::
   std::printf("%-10s %12.2f %12.2f %12.2f\n", "peer", peer_step / peer_n, peer_generate / peer_n,
               (peer_step - peer_generate) / peer_n);
   std::printf("grpo / peer speed: %.2fx the step\n", (peer_step / peer_n) / (ours["step_time"] / n));
+  std::printf("grpo's rest: log-probs and loss %.2f s, backward %.2f s, optimizer %.2f s\n", ours["time/logprob"] / n,
+              ours["time/backward"] / n, ours["time/optimizer"] / n);
   return 0;
 }
 

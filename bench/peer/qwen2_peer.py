@@ -162,11 +162,14 @@ def grpo_step(model, optimizer, prompts, generations, new_tokens, clip=0.2):
     per_token = -torch.min(ratio * advantages[:, None], ratio.clamp(1 - clip, 1 + clip) * advantages[:, None])
     loss = per_token.mean(dim=1).mean()
     optimizer.zero_grad(set_to_none=True)
+    t_forward = time.perf_counter()
     loss.backward()
+    t_backward = time.perf_counter()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     optimizer.step()
     t2 = time.perf_counter()
-    return {"step_s": t2 - t0, "generate_s": t1 - t0, "train_s": t2 - t1}
+    return {"step_s": t2 - t0, "generate_s": t1 - t0, "train_s": t2 - t1, "forward_s": t_forward - t1,
+            "backward_s": t_backward - t_forward, "optimizer_s": t2 - t_backward}
 
 
 def step(args):
