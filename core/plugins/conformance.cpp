@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <grpo/reward.h>
 #include <grpo/sampler.h>
@@ -86,11 +88,13 @@ std::string schema_problem(const PluginInfo& info) {
     for (const char* key : {"type", "default", "help"})
       if (!o.contains(key)) return fmt::format("option '{}' has no '{}'", name, key);
     const std::string type = o.value("type", "");
-    if (type != "bool" && type != "int" && type != "float" && type != "string")
-      return fmt::format("option '{}' has type '{}'; expected bool, int, float or string", name, type);
+    if (type != "bool" && type != "int" && type != "float" && type != "string" && type != "strings")
+      return fmt::format("option '{}' has type '{}'; expected bool, int, float, string or strings", name, type);
     const nlohmann::json& d = o["default"];
+    const bool strings = d.is_array() && std::all_of(d.begin(), d.end(), [](const auto& x) { return x.is_string(); });
     const bool fits = d.is_null() || (type == "bool" && d.is_boolean()) || (type == "int" && d.is_number_integer()) ||
-                      (type == "float" && d.is_number()) || (type == "string" && d.is_string());
+                      (type == "float" && d.is_number()) || (type == "string" && d.is_string()) ||
+                      (type == "strings" && strings);
     if (!fits) return fmt::format("option '{}': default {} is not a {}", name, d.dump(), type);
   }
   return "";

@@ -28,6 +28,9 @@ std::string type_problem(const std::string& type, const nlohmann::json& value) {
     return "an integer";
   if (type == "float" && !value.is_number()) return "a number";
   if (type == "string" && !value.is_string()) return "a string";
+  if (type == "strings" && !(value.is_array() && std::all_of(value.begin(), value.end(),
+                                                             [](const auto& x) { return x.is_string(); })))
+    return "a list of strings";
   return "";
 }
 

@@ -100,6 +100,18 @@ TEST(PluginOptions, DefaultsAreFilledAndValuesTypeCheckedAgainstTheSchema) {
       << msg;
 }
 
+// A list option ("strings"): external_server's base_urls takes several servers' URLs.
+TEST(PluginOptions, AListOptionTakesAListOfStrings) {
+  const PluginInfo& info = grpo::testing::builtin_registry().require("external_server", GRPO_SAMPLER_INTERFACE).info;
+  const nlohmann::json urls = {"http://a:1", "http://b:2"};
+  EXPECT_EQ(resolve_plugin_options(info, nlohmann::json::object(), {{"base_urls", urls}}, "sampler_args")["base_urls"],
+            urls);
+  const std::string msg = error_of(
+      [&] { resolve_plugin_options(info, nlohmann::json::object(), {{"base_urls", "http://a:1"}}, "sampler_args"); });
+  EXPECT_NE(msg.find("sampler_args.base_urls: plugin 'external_server' takes a list of strings"), std::string::npos)
+      << msg;
+}
+
 TEST(PluginOptions, EverySectionOfPluginArgsNamesALoadedReward) {
   const std::vector<PluginInfo> known = grpo::testing::builtin_registry().all();
   const nlohmann::json ok = {{"format", {{"x", 1}}}};

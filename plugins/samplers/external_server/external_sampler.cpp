@@ -287,7 +287,7 @@ const grpo_sampler_api kApi = {GRPO_SAMPLER_API_STRUCT_SIZE, 0u, &create, &gener
 
 const char* kOptions = R"json([
   {"name": "base_url", "type": "string", "default": null, "help": "rollout server URL, e.g. http://127.0.0.1:8000"},
-  {"name": "base_urls", "type": "list", "default": null, "help": "several rollout servers' URLs: each generation batch is spread over them and the weights pushed to all in one group"},
+  {"name": "base_urls", "type": "strings", "default": null, "help": "several rollout servers' URLs: each generation batch is spread over them and the weights pushed to all in one group"},
   {"name": "host", "type": "string", "default": null, "help": "rollout server host (with port; instead of base_url)"},
   {"name": "port", "type": "int", "default": 8000, "help": "rollout server port (with host)"},
   {"name": "timeout_s", "type": "float", "default": 240, "help": "how long to wait for /health/ at start (vllm_server_timeout)"},
