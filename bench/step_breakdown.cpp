@@ -7,11 +7,12 @@
 //   bench_step [--model DIR] [--steps 6] [--threads 2]
 // Without --model a fresh `small` preset model is created (untrained, so its
 // completions run to max_completion_length: a generation-heavy step).
-//   bench_step --shape qwen2.5-0.5b [--steps 3]
+//   bench_step --shape qwen2.5-0.5b [--steps 3] [--dtype float32|bfloat16]
 // times a GRPO step at a real model's shape (random weights, the Qwen3
 // tokenizer of tests/data): 2 prompts x G 8, 64 new tokens, full-vocabulary
-// sampling, beta 0, float32, against the same step taken by the plain PyTorch
-// peer (bench/peer/qwen2_peer.py step, Debian's python3-torch) in the same run.
+// sampling, beta 0, every weight trained in that dtype, against the same step
+// taken by the plain PyTorch peer (bench/peer/qwen2_peer.py step, Debian's
+// python3-torch) in the same run.
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -43,7 +44,7 @@ bool run_and_sum(const std::string& cmd, const std::string& out, std::map<std::s
 }
 
 // The GRPO step at a real shape, ours and the peer's; returns the exit status.
-int real_shape_step(const std::string& shape, int steps, int threads, const fs::path& work) {
+int real_shape_step(const std::string& shape, const std::string& dtype, int steps, int threads, const fs::path& work) {
   const std::string host = GRPO_HOST_EXE, src = GRPO_SOURCE_DIR;
   const fs::path tokenizer = work / "tokenizer", model = work / "model";
   fs::create_directories(tokenizer);
@@ -54,7 +55,8 @@ int real_shape_step(const std::string& shape, int steps, int threads, const fs::
     return 1;
   const std::string out = (work / "run").string();
   const std::string train = host + " train --model " + model.string() + " --dataset " + src +
-                            "/configs/quickstart/train.jsonl --train_type full --reward_funcs format --num_generations 8 "
+                            "/configs/quickstart/train.jsonl --train_type full --torch_dtype " + dtype +
+                            " --reward_funcs format --num_generations 8 "
                             "--per_device_train_batch_size 16 "
                             "--gradient_accumulation_steps 1 --max_completion_length 64 --temperature 1 --top_k 0 "
                             "--top_p 1 --beta 0 --learning_rate 1e-6 --gradient_checkpointing false --max_steps " +
@@ -66,7 +68,8 @@ int real_shape_step(const std::string& shape, int steps, int threads, const fs::
   // --prompt 17: about the chat-formatted quickstart prompts' length in the Qwen3 tokenizer.
   const std::string peer_cmd = "/usr/bin/python3 " + src + "/bench/peer/qwen2_peer.py step --config " +
                                (model / "config.json").string() + " --prompts 2 --generations 8 --prompt 17"
-                               " --new_tokens 64 --runs " + std::to_string(n) + " --threads " + std::to_string(threads);
+                               " --new_tokens 64 --runs " + std::to_string(n) + " --threads " + std::to_string(threads) +
+                               " --dtype " + dtype;
   double peer_step = 0, peer_generate = 0;
   int peer_n = 0;
   for (const nlohmann::json& j : grpo::bench::peer_lines(peer_cmd)) {
@@ -75,8 +78,8 @@ int real_shape_step(const std::string& shape, int steps, int threads, const fs::
     peer_generate += j["generate_s"].get<double>();
     ++peer_n;
   }
-  std::printf("\nGRPO step at %s's shape (2 prompts x G 8, 64 new tokens, float32, beta 0), %d steps after the first\n",
-              shape.c_str(), n);
+  std::printf("\nGRPO step at %s's shape (2 prompts x G 8, 64 new tokens, %s, beta 0), %d steps after the first\n",
+              shape.c_str(), dtype.c_str(), n);
   std::printf("%-10s %12s %12s %12s\n", "", "step s", "generate s", "rest s");
   std::printf("%-10s %12.2f %12.2f %12.2f\n", "grpo", ours["step_time"] / n, ours["time/generate"] / n,
               (ours["step_time"] - ours["time/generate"]) / n);
@@ -96,7 +99,7 @@ int real_shape_step(const std::string& shape, int steps, int threads, const fs::
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string model, shape;
+  std::string model, shape, dtype = "float32";
   int steps = 6, threads = 2;
   for (int i = 1; i + 1 < argc; ++i) {
     std::string a = argv[i];
@@ -104,11 +107,12 @@ int main(int argc, char** argv) {
     else if (a == "--steps") steps = std::atoi(argv[++i]);
     else if (a == "--threads") threads = std::atoi(argv[++i]);
     else if (a == "--shape") shape = argv[++i];
+    else if (a == "--dtype") dtype = argv[++i];
   }
   const fs::path work = fs::temp_directory_path() / ("grpo_bench_step_" + std::to_string(getpid()));
   fs::create_directories(work);
   if (!shape.empty()) {
-    const int status = real_shape_step(shape, steps, threads, work);
+    const int status = real_shape_step(shape, dtype, steps, threads, work);
     fs::remove_all(work);
     return status;
   }

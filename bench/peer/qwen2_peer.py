@@ -176,7 +176,8 @@ def step(args):
     with open(args.config) as f:
         config = json.load(f)
     torch.manual_seed(0)
-    model = Qwen2(config).train()
+    dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[args.dtype]
+    model = Qwen2(config).to(dtype).train()  # bfloat16: weights and AdamW state in it, as a bf16-loaded model trains
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-6)
     prompts = torch.randint(0, config["vocab_size"], (args.prompts, args.prompt))
     grpo_step(model, optimizer, prompts, args.generations, args.new_tokens)  # warm-up

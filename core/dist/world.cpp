@@ -136,13 +136,16 @@ struct World::Impl {
 World::World() = default;
 World::~World() = default;
 
-std::unique_ptr<World> World::join(const RankEnv& env, std::chrono::milliseconds timeout) {
+std::unique_ptr<World> World::join(const RankEnv& env, std::chrono::milliseconds collective_timeout,
+                                   std::optional<std::chrono::milliseconds> join_timeout) {
+  // Joining is bounded by its own limit; every collective sets collective_timeout itself.
+  const std::chrono::milliseconds timeout = join_timeout.value_or(collective_timeout);
   auto w = std::make_unique<World>();
   w->rank_ = env.rank;
   w->size_ = env.world_size;
   w->local_rank_ = env.local_rank;
   w->local_size_ = env.local_world_size;
-  w->timeout_ = timeout;
+  w->timeout_ = collective_timeout;
   if (env.world_size < 2) return w;
   auto impl = std::make_unique<Impl>();
   impl->env = env;

@@ -22,6 +22,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -46,8 +47,10 @@ class World {
   // One process: no group.
   World();
   // Joins the run described by `env` (world size >= 2): rank 0 hosts the
-  // store; everyone waits up to `timeout` for the others to join.
-  static std::unique_ptr<World> join(const RankEnv& env, std::chrono::milliseconds timeout);
+  // store; everyone waits up to `join_timeout` (default: `timeout`, each
+  // collective's limit) for the others to join.
+  static std::unique_ptr<World> join(const RankEnv& env, std::chrono::milliseconds timeout,
+                                     std::optional<std::chrono::milliseconds> join_timeout = std::nullopt);
   ~World();
   World(const World&) = delete;
   World& operator=(const World&) = delete;

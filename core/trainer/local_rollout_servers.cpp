@@ -14,6 +14,7 @@
 #include <regex>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 
 #include <fmt/format.h>
@@ -56,7 +57,8 @@ LocalRolloutServers::LocalRolloutServers(const LocalServerOptions& o) {
   // Each server exits with this process (PR_SET_PDEATHSIG, set by grpo-rollout itself).
   const std::string parent = "GRPO_ROLLOUT_EXIT_WITH_PARENT=" + std::to_string(::getpid());
   std::vector<char*> env;
-  for (char** e = environ; *e; ++e) env.push_back(*e);
+  for (char** e = environ; *e; ++e)
+    if (std::string_view(*e).rfind("GRPO_ROLLOUT_EXIT_WITH_PARENT=", 0) != 0) env.push_back(*e);
   env.push_back(const_cast<char*>(parent.c_str()));
   env.push_back(nullptr);
   try {

@@ -1,6 +1,8 @@
 // The pieces of data parallel training on their own: seeds of a split group,
 // shares, the batch exchange, the micro-batch interleave, and a real c10d
 // world of two ranks (two threads, Gloo on 127.0.0.1).
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <future>
 #include <limits>
@@ -151,7 +153,8 @@ void two_ranks(Fn fn, std::chrono::milliseconds timeout = std::chrono::milliseco
     env.local_world_size = 2;
     env.master_addr = "127.0.0.1";
     env.master_port = port;
-    std::unique_ptr<dist::World> w = dist::World::join(env, timeout);
+    // A loaded machine may take seconds to join: only the collectives get `timeout`.
+    std::unique_ptr<dist::World> w = dist::World::join(env, timeout, std::max(timeout, std::chrono::milliseconds(20000)));
     fn(*w);
   };
   auto other = std::async(std::launch::async, run, 1);
