@@ -120,9 +120,8 @@ LocalRolloutServers::LocalRolloutServers(const LocalServerOptions& o) {
           else std::this_thread::sleep_for(std::chrono::milliseconds(50));  // closed: waitpid above says why
         }
       }
-      urls_.push_back(m[1].str());
       ports_.push_back(std::stoi(m[2].str()));
-      spdlog::info("rollout server {} of {} listens at {} (pid {}, log {})", i + 1, servers_.size(), urls_.back(),
+      spdlog::info("rollout server {} of {} listens at {} (pid {}, log {})", i + 1, servers_.size(), m[1].str(),
                    server.pid, server.log);
     }
   } catch (...) {

@@ -29,8 +29,7 @@ class LocalRolloutServers {
   LocalRolloutServers(const LocalRolloutServers&) = delete;
   LocalRolloutServers& operator=(const LocalRolloutServers&) = delete;
 
-  const std::vector<std::string>& urls() const { return urls_; }
-  const std::vector<int>& ports() const { return ports_; }
+  const std::vector<int>& ports() const { return ports_; }  // each on 127.0.0.1
 
  private:
   struct Server {
@@ -40,7 +39,6 @@ class LocalRolloutServers {
   };
   void stop_all();
   std::vector<Server> servers_;
-  std::vector<std::string> urls_;
   std::vector<int> ports_;
 };
 
