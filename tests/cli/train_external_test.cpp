@@ -389,6 +389,30 @@ TEST(TrainExternal, NumInferWorkersStartsServersForTheRunAndStopsThem) {
       << both.output;
 }
 
+// Two training processes with --num_infer_workers 2: rank 0 starts the
+// servers and tells rank 1 their ports; the run equals one process with the
+// whole batch on one server.
+TEST(TrainExternal, TwoTrainingProcessesShareTheServersRankZeroStarts) {
+  const std::string dir = setup_run("train_external_workers_two_ranks", 2);
+  RolloutProcess server(dir + "/model");
+  ASSERT_NE(server.port(), 0);
+  CommandResult one = run_host("train --config " + dir + "/run.yaml --per_device_train_batch_size 4 --output_dir " +
+                               dir + "/one" + kSampled + external_args(server));
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  CommandResult two = run_host("train --config " + dir + "/run.yaml --per_device_train_batch_size 2 --output_dir " +
+                                   dir + "/two" + kSampled + " --use_vllm true --vllm_mode server --num_infer_workers 2" +
+                                   group_port_args(),
+                               "NPROC_PER_NODE=2");
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  expect_same_run(dir + "/one", dir + "/two");
+  // Rank 0 alone started them: two servers in all, both announced by rank 0.
+  const std::regex started(R"(\[rank ([0-9])\] \[info\] rollout server [0-9] of 2 listens at)");
+  std::vector<std::string> ranks;
+  for (auto it = std::sregex_iterator(two.output.begin(), two.output.end(), started); it != std::sregex_iterator(); ++it)
+    ranks.push_back((*it)[1].str());
+  EXPECT_EQ(ranks, (std::vector<std::string>{"0", "0"})) << two.output;
+}
+
 // A trainer killed with SIGKILL cannot stop its servers: they end with it
 // (grpo-rollout asks the kernel for a signal when its parent dies).
 TEST(TrainExternal, ServersStartedByATrainerEndWhenItIsKilled) {
