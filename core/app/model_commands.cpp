@@ -119,8 +119,9 @@ int run_generate_command(const std::vector<std::string>& args) {
                 c.finish == model::FinishReason::Stop ? "stop" : "length",
                 tokenizer.decode_sampled(c.ids, /*skip_special_tokens=*/true).c_str());
   }
+  // The weights' own dtype, as loaded: what --torch_dtype asked for, if it was honoured.
   std::fprintf(stderr, "%zu tokens in %.2f s (%.1f tokens/s, %s)\n", tokens, seconds, tokens / seconds,
-               model::weight_dtype_name(s.dtype).c_str());
+               model::weight_dtype_name(engine.model()->parameters().front().scalar_type()).c_str());
   return 0;
 }
 

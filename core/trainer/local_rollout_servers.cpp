@@ -68,8 +68,10 @@ LocalRolloutServers::LocalRolloutServers(const LocalServerOptions& o) {
       int out[2];
       if (::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe(): " + std::string(strerror(errno)));
       server.stdout_fd = out[0];
-      const std::vector<std::string> args = {exe,  "--model",       o.model_dir, "--port",        "0",
-                                             "--torch_dtype", o.torch_dtype, "--num_threads", std::to_string(o.threads_each)};
+      // Loopback: every rank reaches them at 127.0.0.1 (ports(), and the trainer's URLs).
+      const std::vector<std::string> args = {exe, "--model", o.model_dir, "--host", "127.0.0.1", "--port", "0",
+                                             "--torch_dtype", o.torch_dtype, "--num_threads",
+                                             std::to_string(o.threads_each)};
       std::vector<char*> argv;
       for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
       argv.push_back(nullptr);
