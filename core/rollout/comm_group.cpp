@@ -12,6 +12,8 @@
 #include <optional>
 #include <random>
 
+#include "rollout/store_listen.h"
+
 namespace grpo::rollout {
 
 int64_t TensorSpec::nbytes() const {
@@ -119,7 +121,7 @@ CommGroup::CommGroup(std::unique_ptr<Impl> impl, int rank, int world_size, std::
 CommGroup::~CommGroup() = default;
 
 std::unique_ptr<CommGroup> CommGroup::create(const std::string& host, int port, int rank, int world_size,
-                                             std::chrono::milliseconds timeout) {
+                                             std::chrono::milliseconds timeout, const std::string& listen_host) {
   if (world_size < 2) throw TransferError(fmt::format("world_size must be >= 2 (workers + trainer), got {}", world_size));
   if (rank < 0 || rank >= world_size) throw TransferError(fmt::format("rank {} outside 0..{}", rank, world_size - 1));
   if (port <= 0 || port > 65535) throw TransferError(fmt::format("port {} outside 1..65535", port));
@@ -133,6 +135,8 @@ std::unique_ptr<CommGroup> CommGroup::create(const std::string& host, int port, 
     opts.numWorkers = static_cast<size_t>(world_size);
     opts.waitWorkers = false;  // the group's rendezvous below waits, with the same timeout
     opts.timeout = timeout;
+    std::optional<StoreListenScope> narrowed;
+    if (server) narrowed.emplace(listen_host, port);
     impl->store = c10::make_intrusive<c10d::TCPStore>(host, opts);
   } catch (const std::exception& e) {
     throw TransferError(fmt::format(

@@ -58,9 +58,10 @@ class CommGroup {
   // Rank 0 hosts the store at host:port; other ranks connect to it (retrying
   // until `timeout`). Then all join the Gloo group. Throws TransferError
   // naming the step ("host the TCPStore", "connect to the TCPStore",
-  // "join the Gloo group") and what to check.
+  // "join the Gloo group") and what to check. Rank 0's store listens on
+  // `listen_host` only (empty: on every interface, as LibTorch does).
   static std::unique_ptr<CommGroup> create(const std::string& host, int port, int rank, int world_size,
-                                           std::chrono::milliseconds timeout);
+                                           std::chrono::milliseconds timeout, const std::string& listen_host = "");
   ~CommGroup();
 
   int rank() const { return rank_; }

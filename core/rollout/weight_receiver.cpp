@@ -17,8 +17,8 @@ std::string describe(const std::vector<TensorSpec>& specs) {
 
 }  // namespace
 
-WeightReceiver::WeightReceiver(ApplyWeights apply, std::chrono::milliseconds timeout)
-    : apply_(std::move(apply)), timeout_(timeout), thread_([this] { loop(); }) {}
+WeightReceiver::WeightReceiver(ApplyWeights apply, std::chrono::milliseconds timeout, std::string listen_host)
+    : apply_(std::move(apply)), timeout_(timeout), listen_host_(std::move(listen_host)), thread_([this] { loop(); }) {}
 
 WeightReceiver::~WeightReceiver() {
   {
@@ -82,7 +82,7 @@ void WeightReceiver::init(const std::string& host, int port, int world_size, int
     spdlog::info("weight transfer: {} the group at {}:{} as rank {} of {}", rank == 0 ? "hosting" : "joining", host,
                  port, rank, world_size);
     try {
-      group_ = CommGroup::create(host, port, rank, world_size, timeout_);
+      group_ = CommGroup::create(host, port, rank, world_size, timeout_, listen_host_);
     } catch (const TransferError& e) {
       std::lock_guard<std::mutex> lock(mutex_);
       init_queued_ = false;

@@ -26,7 +26,8 @@ using ApplyWeights = std::function<void(const std::vector<TensorSpec>&, const st
 
 class WeightReceiver {
  public:
-  WeightReceiver(ApplyWeights apply, std::chrono::milliseconds timeout);
+  // `listen_host`: the server's own address, where a store it hosts listens.
+  WeightReceiver(ApplyWeights apply, std::chrono::milliseconds timeout, std::string listen_host = "");
   ~WeightReceiver();
   WeightReceiver(const WeightReceiver&) = delete;
   WeightReceiver& operator=(const WeightReceiver&) = delete;
@@ -56,6 +57,7 @@ class WeightReceiver {
 
   ApplyWeights apply_;
   std::chrono::milliseconds timeout_;
+  std::string listen_host_;
   std::unique_ptr<CommGroup> group_;  // used on the thread only
   std::atomic<bool> connected_{false};
   std::atomic<uint64_t> tensors_received_{0};

@@ -1,6 +1,11 @@
 // Weight transfer into a running grpo-rollout over Gloo: the trainer side
 // (WeightSender) pushes perturbed weights, and the server's greedy output
 // must then equal the in-process engine's with those same weights.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <thread>
 
@@ -61,6 +66,18 @@ std::vector<int32_t> server_greedy(const RolloutProcess& server) {
   return r.body["completion_ids"][0].get<std::vector<int32_t>>();
 }
 
+// Whether a TCP connection to address:port is accepted.
+bool accepts(const char* address, int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  ::inet_pton(AF_INET, address, &addr.sin_addr);
+  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  ::close(fd);
+  return ok;
+}
+
 }  // namespace
 
 TEST(RolloutWeights, PerParameterPushMatchesInProcessEngine) {
@@ -107,6 +124,21 @@ TEST(RolloutWeights, BucketedPushOfBfloat16MatchesInProcessEngine) {
   sender.send_all(originals, 1 << 20);
   sender.reset_prefix_cache();
   EXPECT_EQ(server_greedy(server), greedy(original));
+  sender.close();
+}
+
+// The server listens on 127.0.0.1 (its default): so does the store it hosts
+// for the group. LibTorch's own would listen on every address, 127.0.0.2
+// included.
+TEST(RolloutWeights, TheStoreListensOnTheServersAddressOnly) {
+  RolloutProcess server(grpo::testing::tiny_model_dir(), {"--comm_timeout_s", "30"});
+  ASSERT_NE(server.port(), 0);
+  WeightSender sender({{server.base_url()}});
+  const int port = grpo::testing::free_port();
+  sender.connect("127.0.0.1", port, std::chrono::seconds(30));
+  EXPECT_TRUE(accepts("127.0.0.1", port));
+  EXPECT_FALSE(accepts("127.0.0.2", port)) << "the store listens beyond the server's address";
+  EXPECT_EQ(server.log().find("socket"), std::string::npos) << "no failed-bind warnings: " << server.log();
   sender.close();
 }
 
