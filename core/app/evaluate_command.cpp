@@ -59,11 +59,11 @@ int run_evaluate_command(const std::vector<std::string>& args) {
   if (!s.multi_turn.handler.empty()) sectioned.push_back(s.multi_turn.handler);
   plugins::check_plugin_args_sections(s.rewards.plugin_args, sectioned, "", registry.all());
   auto metrics_sink = std::make_shared<plugins::MetricsSink>();
-  const plugins::TextServices text{&tokenizer, family};
+  const plugins::TextServices text{&tokenizer, family, dir};
   std::unique_ptr<plugins::MultiturnHandler> handler;
   if (!s.multi_turn.handler.empty())
     handler = plugins::MultiturnHandler::for_run(registry, s.multi_turn.handler, s.run.json, s.rewards.plugin_args,
-                                                metrics_sink, text, s.multi_turn.timeout_s);
+                                                metrics_sink, text, s.multi_turn.timeout_s, s.num_threads);
 
   trainer::PromptFormat format{&tokenizer, family, s.prompts.system};
   if (handler) format.tools_json = handler->tools_json();

@@ -1,9 +1,11 @@
 #include "plugins/multiturn_handler.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <thread>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -66,12 +68,11 @@ struct MultiturnHandler::Call {
 std::unique_ptr<MultiturnHandler> MultiturnHandler::create(const ResolvedPlugin& plugin, const nlohmann::json& options,
                                                            std::shared_ptr<MetricsSink> metrics,
                                                            const std::string& run_config_json, TextServices text,
-                                                           double timeout_s) {
+                                                           double timeout_s, int threads) {
   install_crash_handlers();
   std::unique_ptr<MultiturnHandler> h(new MultiturnHandler());
   h->plugin_ = plugin;
   h->timeout_s_ = timeout_s;
-  h->end_record_ = std::make_shared<Call>(TurnView{});
   const auto* table =
       static_cast<const grpo_multiturn_api*>(plugin.library->factory(plugin.info.name, GRPO_MULTITURN_INTERFACE));
   if (!table)
@@ -92,6 +93,12 @@ std::unique_ptr<MultiturnHandler> MultiturnHandler::create(const ResolvedPlugin&
   if (status != GRPO_OK || !h->instance_)
     throw PluginError(fmt::format("multi-turn handler '{}' ({}) could not be created: {}", plugin.info.name,
                                   plugin.info.file, status != GRPO_OK ? err.message : "it returned no instance"));
+  const bool thread_safe = (h->api_.flags & GRPO_MULTITURN_THREAD_SAFE) != 0;
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (int w = 0; w < (thread_safe ? threads : 1); ++w) {
+    h->workers_.push_back(std::make_unique<CallWorker>());
+    h->idle_.push_back(static_cast<size_t>(w));
+  }
   if (h->api_.tools_json) {
     PluginCallScope scope(plugin.info.name.c_str(), plugin.info.file.c_str(), "tools_json");
     const grpo_str tools = h->api_.tools_json(h->instance_);
@@ -104,17 +111,18 @@ std::unique_ptr<MultiturnHandler> MultiturnHandler::for_run(const PluginRegistry
                                                             const nlohmann::json& run_config,
                                                             const nlohmann::json& plugin_args,
                                                             std::shared_ptr<MetricsSink> metrics, TextServices text,
-                                                            double timeout_s) {
+                                                            double timeout_s, int threads) {
   const ResolvedPlugin plugin = registry.require(name, GRPO_MULTITURN_INTERFACE);
   const nlohmann::json section =
       plugin_args.is_object() && plugin_args.contains(name) ? plugin_args[name] : nlohmann::json();
   return create(plugin, resolve_plugin_options(plugin.info, run_config, section), std::move(metrics),
-                run_config.dump(), text, timeout_s);
+                run_config.dump(), text, timeout_s, threads);
 }
 
 MultiturnHandler::~MultiturnHandler() {
   if (!instance_) return;
-  if (worker_.stuck()) {  // destroying it, or unloading its code, under a running call would crash
+  const bool stuck = std::any_of(workers_.begin(), workers_.end(), [](const auto& w) { return w->stuck(); });
+  if (stuck) {  // destroying it, or unloading its code, under a running call would crash
     spdlog::warn("multi-turn handler '{}' is still stuck in a call; its instance is left as it is", name());
     new std::shared_ptr<PluginLibrary>(plugin_.library);  // never unloaded
     services_.release();                                  // the call may still use them
@@ -126,13 +134,15 @@ MultiturnHandler::~MultiturnHandler() {
 
 bool MultiturnHandler::call(const char* what, const std::function<grpo_status(grpo_error*)>& body,
                             const std::shared_ptr<Call>& record) {
-  const bool was_stuck = worker_.stuck();
-  const bool returned = !was_stuck && worker_.run(
-                                          [this, what, body, record] {
-                                            PluginCallScope scope(plugin_.info.name.c_str(), plugin_.info.file.c_str(), what);
-                                            record->status = body(&record->err);
-                                          },
-                                          timeout_s_);
+  const std::optional<size_t> worker = acquire();
+  const bool was_stuck = !worker;
+  const bool returned = worker && workers_[*worker]->run(
+                                      [this, what, body, record] {
+                                        PluginCallScope scope(plugin_.info.name.c_str(), plugin_.info.file.c_str(), what);
+                                        record->status = body(&record->err);
+                                      },
+                                      timeout_s_);
+  if (worker) release(*worker);
   if (returned && record->status == GRPO_OK) return true;
   ++failures_;
   const std::string why =
@@ -143,6 +153,29 @@ bool MultiturnHandler::call(const char* what, const std::function<grpo_status(gr
                 "(NaN) and training goes on",
                 name(), plugin_.info.file, why);
   return false;
+}
+
+std::optional<size_t> MultiturnHandler::acquire() {
+  std::unique_lock<std::mutex> lock(pool_mutex_);
+  for (;;) {
+    for (size_t i = 0; i < idle_.size(); ++i) {
+      if (workers_[idle_[i]]->stuck()) continue;
+      const size_t w = idle_[i];
+      idle_.erase(idle_.begin() + static_cast<std::ptrdiff_t>(i));
+      return w;
+    }
+    // None free: wait for a running call, unless every worker is stuck.
+    if (idle_.size() == workers_.size()) return std::nullopt;
+    pool_changed_.wait(lock);
+  }
+}
+
+void MultiturnHandler::release(size_t worker) {
+  {
+    std::lock_guard<std::mutex> lock(pool_mutex_);
+    idle_.push_back(worker);
+  }
+  pool_changed_.notify_all();  // a waiter may also be the one to see every worker stuck
 }
 
 grpo_conversation* MultiturnHandler::begin(uint64_t id, const Prompt& prompt, int64_t prompt_index, uint32_t copy,
@@ -203,7 +236,8 @@ double MultiturnHandler::reward(grpo_conversation* conv, const TurnView& last) {
 void MultiturnHandler::end(grpo_conversation* conv) {
   if (!api_.end || !conv) return;
   // A stuck handler cannot free it now: the state is left to it.
-  call("end", [this, conv](grpo_error*) { api_.end(instance_, conv); return GRPO_OK; }, end_record_);
+  call("end", [this, conv](grpo_error*) { api_.end(instance_, conv); return GRPO_OK; },
+       std::make_shared<Call>(TurnView{}));
 }
 
 }  // namespace grpo::plugins

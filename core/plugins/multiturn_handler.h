@@ -4,9 +4,13 @@
 // the conversation it was about.
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,16 +51,19 @@ class MultiturnHandler {
   // table lacks create, step or destroy.
   // Calls past `timeout_s` seconds (<= 0: no limit) are abandoned: the
   // conversation ends, and later calls fail until the stuck one returns.
+  // A handler that declares itself thread-safe gets up to `threads` calls
+  // (of different conversations) at once (<= 0: one per core); any other,
+  // one at a time.
   static std::unique_ptr<MultiturnHandler> create(const ResolvedPlugin& plugin, const nlohmann::json& options,
                                                   std::shared_ptr<MetricsSink> metrics,
                                                   const std::string& run_config_json, TextServices text = {},
-                                                  double timeout_s = 0);
+                                                  double timeout_s = 0, int threads = 1);
   // The run's handler `name` from `registry`, its options resolved from the
   // run configuration and its plugin_args section, as rewards get theirs.
   static std::unique_ptr<MultiturnHandler> for_run(const PluginRegistry& registry, const std::string& name,
                                                    const nlohmann::json& run_config, const nlohmann::json& plugin_args,
                                                    std::shared_ptr<MetricsSink> metrics, TextServices text,
-                                                   double timeout_s);
+                                                   double timeout_s, int threads = 1);
   ~MultiturnHandler();
   MultiturnHandler(const MultiturnHandler&) = delete;
   MultiturnHandler& operator=(const MultiturnHandler&) = delete;
@@ -75,21 +82,29 @@ class MultiturnHandler {
   void end(grpo_conversation* conv);
 
   long failures() const { return failures_; }  // failed calls since create()
+  // How many calls may run at once: the conversation loop runs that many.
+  size_t concurrency() const { return workers_.size(); }
 
  private:
   MultiturnHandler() = default;
   struct Call;
-  // Runs `body` on the worker; false (reported, counted) when it failed or timed out.
+  // Runs `body` on a free worker; false (reported, counted) when it failed or timed out.
   bool call(const char* what, const std::function<grpo_status(grpo_error*)>& body, const std::shared_ptr<Call>& record);
+  std::optional<size_t> acquire();  // a free worker not stuck; nullopt when every one is stuck
+  void release(size_t worker);
   ResolvedPlugin plugin_;
   std::unique_ptr<HostServices> services_;
   grpo_multiturn_api api_{};  // zero-filled beyond what the plugin provides
   grpo_multiturn_instance* instance_ = nullptr;
   std::string tools_;
-  long failures_ = 0;
+  std::atomic<long> failures_{0};
   double timeout_s_ = 0;
-  std::shared_ptr<Call> end_record_;  // end() has no inputs: one record serves every call
-  CallWorker worker_;  // every call after create, one at a time, with its deadline
+  // Every call after create runs on one of these, with its deadline: one
+  // worker, or several for a thread-safe handler.
+  std::vector<std::unique_ptr<CallWorker>> workers_;
+  std::mutex pool_mutex_;
+  std::condition_variable pool_changed_;
+  std::vector<size_t> idle_;  // workers no call is running on
 };
 
 }  // namespace grpo::plugins

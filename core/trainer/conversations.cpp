@@ -1,6 +1,11 @@
 #include "trainer/conversations.h"
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -12,6 +17,7 @@ struct ConversationRunner::Live {
   Sample out;                      // the conversation so far, as it will train
   nlohmann::json messages;         // the prompt's messages, then every turn
   std::string text;                // out.ids decoded, special tokens kept: the next prompt's text tail
+  uint64_t id = 0;                 // the handler's name for it
   grpo_conversation* state = nullptr;
   bool begin_failed = false;
   bool all_logprobs = true;        // every turn came with its log-probs
@@ -35,6 +41,35 @@ uint64_t turn_seed(uint64_t conversation_seed, uint32_t turn) {
   return z ^ (z >> 31);
 }
 
+// fn(0), ..., fn(n - 1) on up to `threads` threads; the first exception is
+// rethrown once all are done. The handler's calls for different
+// conversations overlap this way when it declares itself thread-safe (a tool
+// that waits on a sandbox or a server).
+void for_each_index(size_t n, size_t threads, const std::function<void(size_t)>& fn) {
+  threads = std::min(threads, n);
+  if (threads <= 1) {
+    for (size_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  std::atomic<size_t> next{0};
+  std::mutex error_mutex;
+  std::exception_ptr error;
+  std::vector<std::thread> pool;
+  for (size_t t = 0; t < threads; ++t)
+    pool.emplace_back([&] {
+      for (size_t i; (i = next++) < n;) {
+        try {
+          fn(i);
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(error_mutex);
+          if (!error) error = std::current_exception();
+        }
+      }
+    });
+  for (std::thread& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
+}
+
 }  // namespace
 
 std::vector<Sample> ConversationRunner::run(const GenerateFn& generate,
@@ -55,32 +90,40 @@ std::vector<Sample> ConversationRunner::run(const GenerateFn& generate,
       c.messages = r.prompt ? nlohmann::json::parse(r.prompt->messages_json) : nlohmann::json::array();
       c.seed = turn_seed(r.seed, i + 1000003u);
       c.stop_ids = r.stop_ids;
-      if (r.prompt)
-        c.state = handler_.begin(next_id_++, *r.prompt, static_cast<int64_t>(p), c.out.index, state, &c.begin_failed);
+      c.id = next_id_++;
       live.push_back(std::move(c));
     }
   }
+  const size_t threads = handler_.concurrency();
+  for_each_index(live.size(), threads, [&](size_t k) {
+    Live& c = live[k];
+    if (c.out.prompt)
+      c.state = handler_.begin(c.id, *c.out.prompt, static_cast<int64_t>(c.out.request), c.out.index, state,
+                               &c.begin_failed);
+  });
   std::vector<Sample> turns = generate(requests);
   std::vector<size_t> waiting(live.size());  // the conversation of each sample in `turns`
   for (size_t k = 0; k < waiting.size(); ++k) waiting[k] = k;
   while (!waiting.empty()) {
+    std::vector<std::optional<plugins::SampleRequest>> after(waiting.size());
+    for_each_index(waiting.size(), threads,
+                   [&](size_t k) { after[k] = advance(live[waiting[k]], std::move(turns[k]), state); });
     std::vector<plugins::SampleRequest> next;
     std::vector<size_t> still;
     for (size_t k = 0; k < waiting.size(); ++k) {
-      std::optional<plugins::SampleRequest> r = advance(live[waiting[k]], std::move(turns[k]), state);
-      if (!r) continue;
-      next.push_back(std::move(*r));
+      if (!after[k]) continue;
+      next.push_back(std::move(*after[k]));
       still.push_back(waiting[k]);
     }
     waiting = std::move(still);
     if (!next.empty()) turns = generate(next);
   }
 
+  for_each_index(live.size(), threads, [&](size_t k) { finish(live[k], state); });
   double total_turns = 0, max_turns = 0, calls = 0, failures = 0;
   std::vector<Sample> out;
   out.reserve(live.size());
   for (Live& c : live) {
-    finish(c, state);
     total_turns += c.out.turns;
     max_turns = std::max(max_turns, static_cast<double>(c.out.turns));
     calls += c.out.tool_calls;

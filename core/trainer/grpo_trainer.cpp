@@ -169,10 +169,11 @@ void GrpoTrainer::load_plugins(tok::ChatFamily family) {
   s_.run.plugin_flag_values = plugins::resolve_plugin_flags(s_.run.config.plugin_flags(), run_plugins);
   for (const auto& [name, value] : s_.run.plugin_flag_values.items()) s_.run.json[name] = value;
   plugin_metrics_ = std::make_shared<plugins::MetricsSink>();
-  text_services_ = {&tokenizer_, family};
+  text_services_ = {&tokenizer_, family, s_.model.dir};
   if (!s_.multi_turn.handler.empty()) {
     handler_ = plugins::MultiturnHandler::for_run(registry_, s_.multi_turn.handler, s_.run.json, s_.rewards.plugin_args,
-                                                 plugin_metrics_, text_services_, s_.multi_turn.timeout_s);
+                                                 plugin_metrics_, text_services_, s_.multi_turn.timeout_s,
+                                                 s_.num_threads);
     conversations_ = std::make_unique<ConversationRunner>(
         *handler_, tokenizer_, family,
         ConversationLimits{s_.multi_turn.max_turns, s_.loss.options.max_completion_length, s_.multi_turn.total_scope});

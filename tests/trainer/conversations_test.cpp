@@ -34,7 +34,8 @@ struct Conversations : ::testing::Test {
     family = tok::chat_family_for(*tokenizer, "");
     plugins::PluginSources sources;
     sources.files = {FIXTURE_SAMPLER,           FIXTURE_MULTITURN,          FIXTURE_MULTITURN_STEP_THROWS,
-                     FIXTURE_MULTITURN_STEP_HANGS, FIXTURE_MULTITURN_BAD_ROLE, FIXTURE_MULTITURN_HAS_REWARD};
+                     FIXTURE_MULTITURN_STEP_HANGS, FIXTURE_MULTITURN_BAD_ROLE, FIXTURE_MULTITURN_HAS_REWARD,
+                     FIXTURE_MULTITURN_THREAD_SAFE};
     sources.use_env = sources.use_builtin = false;
     registry = plugins::PluginRegistry::discover(sources);
     sampler = plugins::SamplerClient::create(registry.require("fixture_sampler", GRPO_SAMPLER_INTERFACE),
@@ -49,16 +50,16 @@ struct Conversations : ::testing::Test {
 
   // Two conversations of one prompt through `handler` under `limits`.
   std::vector<Sample> run(const std::string& handler_name, trainer::ConversationLimits limits, json options = {},
-                          double timeout_s = 0) {
+                          double timeout_s = 0, int threads = 1, uint32_t n = 2) {
     if (options.is_null()) options = json::object();
     options["log"] = dir + "/handler.log";
     handler = plugins::MultiturnHandler::create(registry.require(handler_name, GRPO_MULTITURN_INTERFACE), options,
-                                                nullptr, "{}", {}, timeout_s);
+                                                nullptr, "{}", {}, timeout_s, threads);
     plugins::SampleRequest r;
     r.prompt_ids = prompt.ids;
     r.prompt_text = prompt.text;
     r.messages_json = prompt.messages_json;
-    r.n = 2;
+    r.n = n;
     r.seed = 7;
     r.stop_ids = {kImEnd};
     r.prompt = &prompt;
@@ -225,4 +226,27 @@ TEST_F(Conversations, TheEnvironmentRewardIsReportedPerConversation) {
   for (const Sample& s : out) EXPECT_DOUBLE_EQ(s.environment_reward, 1.0);
   rewards::EnvironmentReward column(handler->name());
   EXPECT_EQ(column.score(out), std::vector<double>({1.0, 1.0}));
+}
+
+// A thread-safe handler's steps for different conversations overlap, up to
+// the threads given; the turns come out as they do one at a time.
+TEST_F(Conversations, AThreadSafeHandlersCallsRunConcurrently) {
+  const std::vector<Sample> serial = run("fixture_multiturn", {std::nullopt, 64, false}, {{"turns", 2}}, 0, 1, 6);
+  const std::vector<Sample> one = run("fixture_multiturn_thread_safe", {std::nullopt, 64, false}, {{"turns", 2}}, 0, 1, 6);
+  EXPECT_EQ(handler->concurrency(), 1u);
+  for (const Sample& s : one) EXPECT_DOUBLE_EQ(s.environment_reward, 1.0);
+  const std::vector<Sample> four =
+      run("fixture_multiturn_thread_safe", {std::nullopt, 64, false}, {{"turns", 2}}, 0, 4, 6);
+  EXPECT_EQ(handler->concurrency(), 4u);
+  ASSERT_EQ(four.size(), serial.size());
+  for (size_t k = 0; k < four.size(); ++k) {
+    EXPECT_DOUBLE_EQ(four[k].environment_reward, 4.0) << "six conversations, four workers";
+    EXPECT_EQ(four[k].ids, serial[k].ids);
+    EXPECT_EQ(four[k].sampled, serial[k].sampled);
+    EXPECT_EQ(four[k].turns, serial[k].turns);
+    EXPECT_FALSE(four[k].handler_failed);
+  }
+  // Not thread-safe: one call at a time, whatever the threads.
+  run("fixture_multiturn", {std::nullopt, 64, false}, {{"turns", 2}}, 0, 4, 6);
+  EXPECT_EQ(handler->concurrency(), 1u);
 }
