@@ -29,6 +29,7 @@ add_library(grpo_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/plugins/plugin_registry.cpp
   ${CMAKE_CURRENT_LIST_DIR}/plugins/reward_function.cpp
   ${CMAKE_CURRENT_LIST_DIR}/plugins/reward_worker.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/plugins/shared_batch.cpp
   ${CMAKE_CURRENT_LIST_DIR}/plugins/sampler_client.cpp
   ${CMAKE_CURRENT_LIST_DIR}/rewards/reward_set.cpp
   ${CMAKE_CURRENT_LIST_DIR}/score/score_command.cpp

@@ -5,5 +5,5 @@
 
 int main() {
   grpo::plugins::install_crash_handlers();  // a crash names the plugin in the log, then the host restarts us
-  return grpo::plugins::run_reward_worker(3, 4);
+  return grpo::plugins::run_reward_worker(3, 4, 5);
 }

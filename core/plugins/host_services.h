@@ -26,14 +26,16 @@ class MetricsSink {
   std::map<std::string, std::pair<double, long>> sums_;
 };
 
-// Owns one grpo_host_api table; keep it alive as long as the instance it was
-// given to.
 // The run's tokenizer and chat format, for the tokenize / detokenize /
 // render_chat services; both outlive every plugin instance of the run.
 struct TextServices {
   const tok::Tokenizer* tokenizer = nullptr;
   tok::ChatFamily family = tok::ChatFamily::ChatML;
+  std::string tokenizer_dir;  // where `tokenizer` was loaded from: an isolated plugin's worker loads it again
 };
+
+// Owns one grpo_host_api table; keep it alive as long as the instance it was
+// given to.
 
 class HostServices {
  public:

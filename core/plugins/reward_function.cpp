@@ -4,8 +4,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <thread>
+#include <unordered_map>
 
 #include <fmt/format.h>
 #include <grpo/reward.h>
@@ -23,7 +25,7 @@ struct RewardFunction::Api {
 
 namespace {
 
-grpo_str as_str(const std::string& s) { return grpo_str{s.data(), s.size()}; }
+grpo_str as_str(std::string_view s) { return grpo_str{s.data(), s.size()}; }
 
 // Starting a thread costs tens of microseconds: a thread only pays off with
 // at least this much scoring work to do.
@@ -66,7 +68,8 @@ std::unique_ptr<RewardFunction> RewardFunction::create(const ResolvedPlugin& plu
 
   if (isolation.process) {  // the instance lives in a child process; a crash there costs one batch
     fn->metrics_ = std::move(metrics);
-    fn->worker_ = std::make_unique<RewardWorker>(plugin.info, options, run_config_json, isolation);
+    fn->worker_ = std::make_unique<RewardWorker>(plugin.info, options, run_config_json, isolation,
+                                                 text.tokenizer ? text.tokenizer_dir : "", text.family);
     return fn;
   }
   fn->services_ = std::make_unique<HostServices>(plugin.info.name, std::move(metrics), run_config_json, text, options);
@@ -125,78 +128,71 @@ bool RewardFunction::score_range(const std::vector<grpo_reward_sample>& samples,
   return true;
 }
 
-// What score() hands a plugin of one completion, from a logged completion
-// (RewardInput) or a sampled one (Sample) alike; views into the caller's data.
-struct RewardFunction::Row {
-  const std::string* messages_json;
-  const std::string* completion;
-  const std::string* conversation;  // multi-turn: the whole conversation; empty otherwise
-  const std::vector<int32_t>* ids;  // null when the generated ids are unknown
-  int64_t tokens;                   // -1 unknown
-  bool truncated;
-  int64_t prompt_index;
-  const RowColumns* columns;
+namespace {
+
+// One ColumnsView per distinct row of a batch: the G completions of a prompt
+// share theirs.
+class ColumnViews {
+ public:
+  const ColumnsView* of(const RowColumns* cols) {
+    if (!cols) return nullptr;
+    auto [it, fresh] = index_.emplace(cols, nullptr);
+    if (fresh) {
+      ColumnsView& v = store_.emplace_back();
+      for (const auto& c : cols->columns) v.columns.push_back({as_str(c.name), as_str(c.json), as_str(c.text)});
+      v.json = cols->json;
+      it->second = &v;
+    }
+    return it->second;
+  }
+
+ private:
+  std::deque<ColumnsView> store_;  // stable addresses
+  std::unordered_map<const RowColumns*, const ColumnsView*> index_;
 };
 
+// Known ids are never a null pointer, even when there are none.
+const int32_t* known_ids(const std::vector<int32_t>& ids, size_t begin) {
+  static const int32_t kNone = 0;
+  return begin < ids.size() ? ids.data() + begin : &kNone;
+}
+
+}  // namespace
+
 std::vector<double> RewardFunction::score(const std::vector<RewardInput>& inputs, const TrainerState& state) {
-  std::vector<Row> rows;
+  ColumnViews columns;
+  std::vector<RewardView> rows;
   rows.reserve(inputs.size());
   for (const RewardInput& in : inputs)
-    rows.push_back({&in.prompt_messages_json, &in.completion, &in.conversation_json,
-                    in.ids_known ? &in.completion_ids : nullptr,
+    rows.push_back({in.prompt_messages_json, in.completion, in.conversation_json,
+                    in.ids_known ? known_ids(in.completion_ids, 0) : nullptr, in.ids_known ? in.completion_ids.size() : 0,
                     in.ids_known ? static_cast<int64_t>(in.completion_ids.size()) : in.completion_tokens,
-                    in.is_truncated, in.prompt_index, in.columns.get()});
-  return score_rows(rows, state);
+                    in.is_truncated, in.prompt_index, columns.of(in.columns.get())});
+  return score_views(rows, state);
 }
 
 std::vector<double> RewardFunction::score_samples(const std::vector<Sample>& samples, const TrainerState& state) {
   static const std::string kNoMessages = "[]";
   // A multi-turn rollout is scored on its last turn (`completion` is its
-  // text): those ids, kept alive for the call.
-  std::vector<std::vector<int32_t>> last_turns(samples.size());
-  std::vector<Row> rows;
+  // text): those ids, a suffix of the sample's.
+  ColumnViews columns;
+  std::vector<RewardView> rows;
   rows.reserve(samples.size());
-  for (size_t i = 0; i < samples.size(); ++i) {
-    const Sample& s = samples[i];
-    const std::vector<int32_t>* ids = &s.ids;
-    if (s.last_turn_begin > 0) {
-      last_turns[i].assign(s.ids.begin() + static_cast<std::ptrdiff_t>(s.last_turn_begin), s.ids.end());
-      ids = &last_turns[i];
-    }
-    rows.push_back({s.prompt ? &s.prompt->messages_json : &kNoMessages, &s.text, &s.conversation_json, ids,
-                    static_cast<int64_t>(ids->size()),
+  for (const Sample& s : samples) {
+    const size_t begin = std::min(s.last_turn_begin, s.ids.size());
+    const size_t n = s.ids.size() - begin;
+    rows.push_back({s.prompt ? s.prompt->messages_json : kNoMessages, s.text, s.conversation_json,
+                    known_ids(s.ids, begin), n, static_cast<int64_t>(n),
                     // an aborted completion did not end as the policy chose either
                     s.finish != FinishReason::Stop, static_cast<int64_t>(s.request),
-                    s.prompt ? s.prompt->columns.get() : nullptr});
+                    columns.of(s.prompt ? s.prompt->columns.get() : nullptr)});
   }
-  return score_rows(rows, state);
+  return score_views(rows, state);
 }
 
-std::vector<double> RewardFunction::score_in_worker(const std::vector<Row>& inputs, const TrainerState& state,
+std::vector<double> RewardFunction::score_in_worker(const std::vector<RewardView>& inputs, const TrainerState& state,
                                                     bool* failed) {
-  std::vector<WireSample> samples;
-  for (const Row& in : inputs) {
-    WireSample s;
-    s.messages_json = *in.messages_json;
-    s.completion = *in.completion;
-    s.conversation_json = *in.conversation;
-    s.has_ids = in.ids != nullptr;
-    if (in.ids) s.ids = *in.ids;
-    s.tokens = in.tokens;
-    s.truncated = in.truncated;
-    s.prompt_index = in.prompt_index;
-    if (in.columns) {
-      s.columns_json = in.columns->json;
-      for (const auto& c : in.columns->columns) {
-        s.column_names.push_back(c.name);
-        s.column_json.push_back(c.json);
-        s.column_text.push_back(c.text);
-      }
-    }
-    samples.push_back(std::move(s));
-  }
-  const grpo_trainer_state st{GRPO_TRAINER_STATE_STRUCT_SIZE, state.global_step, state.max_steps, state.epoch};
-  WireReply reply = worker_->score(samples, st);
+  WireReply reply = worker_->score(inputs, state);
   for (const auto& [name, value] : reply.metrics)
     if (metrics_) metrics_->add(name, value);
   if (!reply.failed && reply.rewards.size() != inputs.size())
@@ -210,7 +206,7 @@ std::vector<double> RewardFunction::score_in_worker(const std::vector<Row>& inpu
   return reply.rewards;
 }
 
-std::vector<double> RewardFunction::score_rows(const std::vector<Row>& inputs, const TrainerState& state) {
+std::vector<double> RewardFunction::score_views(const std::vector<RewardView>& inputs, const TrainerState& state) {
   const size_t n = inputs.size();
   std::vector<double> rewards(n, std::numeric_limits<double>::quiet_NaN());
   if (n == 0) return rewards;
@@ -222,34 +218,22 @@ std::vector<double> RewardFunction::score_rows(const std::vector<Row>& inputs, c
 
   std::vector<grpo_reward_sample> samples(n);
   for (size_t i = 0; i < n; ++i) {
-    const Row& in = inputs[i];
+    const RewardView& in = inputs[i];
     grpo_reward_sample& s = samples[i];
     s.struct_size = GRPO_REWARD_SAMPLE_STRUCT_SIZE;
-    s.prompt_messages_json = as_str(*in.messages_json);
-    s.completion = as_str(*in.completion);
-    s.conversation_json = as_str(*in.conversation);
-    s.completion_ids = in.ids ? in.ids->data() : nullptr;
-    s.n_completion_ids = in.ids ? in.ids->size() : 0;
+    s.prompt_messages_json = as_str(in.messages_json);
+    s.completion = as_str(in.completion);
+    s.conversation_json = as_str(in.conversation);
+    s.completion_ids = in.ids;
+    s.n_completion_ids = in.ids ? in.n_ids : 0;
     s.completion_tokens = in.tokens;
     s.is_truncated = in.truncated ? 1 : 0;
     s.prompt_index = in.prompt_index;
-  }
-  // grpo_column arrays, one per distinct row.
-  std::vector<std::vector<grpo_column>> column_views;
-  column_views.reserve(n);
-  const RowColumns* last = nullptr;
-  for (size_t i = 0; i < n; ++i) {
-    const RowColumns* cols = inputs[i].columns;
-    if (!cols) continue;
-    if (cols != last) {
-      std::vector<grpo_column> v;
-      for (const auto& c : cols->columns) v.push_back({as_str(c.name), as_str(c.json), as_str(c.text)});
-      column_views.push_back(std::move(v));
-      last = cols;
+    if (in.columns) {
+      s.columns = in.columns->columns.data();
+      s.n_columns = in.columns->columns.size();
+      s.columns_json = as_str(in.columns->json);
     }
-    samples[i].columns = column_views.back().data();
-    samples[i].n_columns = column_views.back().size();
-    samples[i].columns_json = as_str(cols->json);
   }
 
   grpo_trainer_state st{GRPO_TRAINER_STATE_STRUCT_SIZE, state.global_step, state.max_steps, state.epoch};

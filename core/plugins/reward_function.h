@@ -41,14 +41,13 @@ class RewardFunction {
   // a warning, counted in nonfinite().
   std::vector<double> score(const std::vector<RewardInput>& inputs, const TrainerState& state);
   std::vector<double> score_samples(const std::vector<Sample>& samples, const TrainerState& state);
+  std::vector<double> score_views(const std::vector<RewardView>& rows, const TrainerState& state);
   long failures() const { return failures_; }    // batches whose call failed, since create()
   long nonfinite() const { return nonfinite_; }  // infinite rewards turned into NaN, since create()
 
  private:
   RewardFunction() = default;
-  struct Row;
-  std::vector<double> score_rows(const std::vector<Row>& rows, const TrainerState& state);
-  std::vector<double> score_in_worker(const std::vector<Row>& rows, const TrainerState& state, bool* failed);
+  std::vector<double> score_in_worker(const std::vector<RewardView>& rows, const TrainerState& state, bool* failed);
   std::vector<double> finish(std::vector<double>& rewards, bool failed);  // counts failures, Inf -> NaN
   bool score_range(const std::vector<grpo_reward_sample>& samples, size_t begin, size_t end,
                    const grpo_trainer_state& state, double* out, std::string* error);

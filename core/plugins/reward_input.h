@@ -4,8 +4,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include <grpo/reward.h>
 #include <nlohmann/json.hpp>
 
 namespace grpo::plugins {
@@ -32,6 +34,23 @@ struct RewardInput {
   bool is_truncated = false;
   int64_t prompt_index = 0;
   std::shared_ptr<const RowColumns> columns;
+};
+
+// What score() hands a plugin of one completion: views into the caller's
+// data (a RewardInput, a sampled Sample, or a batch in shared memory).
+struct ColumnsView {
+  std::vector<grpo_column> columns;
+  std::string_view json;
+};
+struct RewardView {
+  std::string_view messages_json, completion;
+  std::string_view conversation;    // multi-turn: the whole conversation; empty otherwise
+  const int32_t* ids = nullptr;     // null when the generated ids are unknown
+  size_t n_ids = 0;
+  int64_t tokens = -1;              // -1 unknown
+  bool truncated = false;
+  int64_t prompt_index = 0;
+  const ColumnsView* columns = nullptr;
 };
 
 struct TrainerState {

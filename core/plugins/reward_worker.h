@@ -1,6 +1,6 @@
 // A reward plugin in a child process (`--plugin_isolation process`): the
-// grpo-plugin-worker executable loads the library and scores; the host sends
-// each batch over a pipe. A crash, or a call past the timeout, costs that
+// grpo-plugin-worker executable loads the library and scores; the host writes
+// each batch into shared memory and says so over a pipe. A crash, or a call past the timeout, costs that
 // batch (NaN) and a restart of the child — never the training run.
 #pragma once
 
@@ -14,6 +14,9 @@
 #include <nlohmann/json.hpp>
 
 #include "plugins/plugin_library.h"
+#include "plugins/reward_input.h"
+#include "plugins/shared_batch.h"
+#include "tokenizer/chat_template.h"
 
 namespace grpo::plugins {
 
@@ -21,17 +24,6 @@ struct Isolation {
   bool process = false;   // score in a child process
   double timeout_s = 0;   // > 0: a score() call that takes longer is killed
   std::string worker_exe; // "" = grpo-plugin-worker beside this executable (or $GRPO_PLUGIN_WORKER)
-};
-
-// One completion as it crosses the pipe.
-struct WireSample {
-  std::string messages_json, completion, columns_json, conversation_json;
-  bool has_ids = false;
-  std::vector<int32_t> ids;
-  int64_t tokens = -1;
-  bool truncated = false;
-  int64_t prompt_index = 0;
-  std::vector<std::string> column_names, column_json, column_text;
 };
 
 struct WireReply {
@@ -67,35 +59,38 @@ class Wire {
   size_t in_pos_ = 0;
 };
 
-void write_sample(Wire& w, const WireSample& s);
-WireSample read_sample(Wire& w);
-
 class RewardWorker {
  public:
   // Starts the child and creates the plugin's instance there; throws
   // PluginError with the plugin's message when it cannot be created.
+  // `tokenizer_dir` (may be empty): the worker loads the run's tokenizer from
+  // there for the text services, to be used with chat format `family`.
   RewardWorker(const PluginInfo& info, const nlohmann::json& options, std::string run_config_json,
-               Isolation isolation);
+               Isolation isolation, std::string tokenizer_dir = "", tok::ChatFamily family = tok::ChatFamily::ChatML);
   ~RewardWorker();
   RewardWorker(const RewardWorker&) = delete;
   RewardWorker& operator=(const RewardWorker&) = delete;
 
   // Scores one batch. On a crash or timeout the child is killed and
   // restarted for the next call; the reply is `failed` with the reason.
-  WireReply score(const std::vector<WireSample>& samples, const grpo_trainer_state& state);
+  WireReply score(const std::vector<RewardView>& rows, const TrainerState& state);
 
  private:
   void start();  // spawn + init; throws PluginError when create() fails
   void stop();   // kills the child, if any
   std::string died();  // why the child is gone (after a failed read), and reaps it
+  void follow_this_core();
   PluginInfo info_;
-  std::string options_json_, run_config_json_;
+  std::string options_json_, run_config_json_, tokenizer_dir_;
+  tok::ChatFamily family_;
   Isolation isolation_;
+  SharedMemory batch_;  // kept across restarts; each child maps it
   pid_t pid_ = -1;
   int to_child_ = -1, from_child_ = -1;
 };
 
-// grpo-plugin-worker: serves one reward plugin on stdin/stdout until EOF.
-int run_reward_worker(int in_fd, int out_fd);
+// grpo-plugin-worker: serves one reward plugin until the host closes in_fd;
+// batches arrive in the shared memory at shm_fd.
+int run_reward_worker(int in_fd, int out_fd, int shm_fd);
 
 }  // namespace grpo::plugins

@@ -82,13 +82,17 @@ TEST(TrainSamples, RewardsScoreTheSampledIdsNotTheSamplersText) {
   for (const auto& c : completions) EXPECT_EQ(c["completion"], "Hi") << c;
 }
 
-TEST(TrainSamples, RewardsUseTheRunsTokenizerAndChatTemplateThroughTheHost) {
-  const std::string dir = tiny_run_dir("train_samples_text_services");
+namespace {
+
+// A run scored by fixture_text, which tokenizes, detokenizes and renders
+// through the host; `extra` is appended to the flags.
+void expect_text_services_work(const std::string& name, const std::string& extra) {
+  const std::string dir = tiny_run_dir(name);
   std::string args = flags(dir, dir + "/model") + fixture_sampler(dir);
   args.replace(args.find("--reward_funcs format"), 21, "--reward_funcs fixture_text");
   args.replace(args.find(FIXTURE_SAMPLER), std::string(FIXTURE_SAMPLER).size(),
                std::string(FIXTURE_SAMPLER) + " " + FIXTURE_HOST_TEXT);
-  CommandResult r = run_host(args);
+  CommandResult r = run_host(args + extra);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   auto completions = read_jsonl(dir + "/out/completions.jsonl");
   ASSERT_EQ(completions.size(), 4u);
@@ -98,6 +102,16 @@ TEST(TrainSamples, RewardsUseTheRunsTokenizerAndChatTemplateThroughTheHost) {
   ASSERT_EQ(log.size(), 1u);
   // <|im_start|>user\nx<|im_end|>\n<|im_start|>assistant\n
   EXPECT_EQ(log[0]["fixture_text/rendered_chars"], 51.0) << log[0];
+}
+
+}  // namespace
+
+TEST(TrainSamples, RewardsUseTheRunsTokenizerAndChatTemplateThroughTheHost) {
+  expect_text_services_work("train_samples_text_services", "");
+}
+
+TEST(TrainSamples, AnIsolatedRewardGetsTheSameTextServicesInItsWorker) {
+  expect_text_services_work("train_samples_text_services_isolated", " --plugin_isolation process");
 }
 
 TEST(TrainSamples, LoraWeightsAreMarkedMergedOnEverySync) {
