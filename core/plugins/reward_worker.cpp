@@ -226,20 +226,34 @@ std::string RewardWorker::died() {
   return "its worker process is gone";
 }
 
-// The worker's main thread scores on the core this thread runs on: the
-// batch was just written from here and is in this core's cache, and this
-// thread sleeps until the reply. Woken on another (idle) core, the worker
-// paid for the wake-up and the copy between caches, then the host paid for
-// its own wake-up there: together more than the rest of the call (measured
-// in bench_rewards). Threads the plugin started before keep their cores.
-void RewardWorker::follow_this_core() {
-  const int cpu = ::sched_getcpu();
-  if (cpu < 0 || cpu >= CPU_SETSIZE) return;
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(cpu, &one);
-  ::sched_setaffinity(pid_, sizeof one, &one);  // best effort: only a speed-up
-}
+// While a batch is scored, the worker's main thread and the host's thread
+// that waits for it share the core the host wrote the batch from: that core's
+// cache holds the batch, and neither side wakes an idle core. Woken on the
+// other core, the worker paid for that core's wake-up and for the copy
+// between caches, and the host then paid for its own wake-up there: together
+// more than the rest of the call (bench_rewards). The host thread's own cores
+// come back after the call; threads the plugin started earlier keep theirs.
+class RewardWorker::SharedCore {
+ public:
+  explicit SharedCore(pid_t worker) {
+    const int cpu = ::sched_getcpu();
+    if (cpu < 0 || cpu >= CPU_SETSIZE || ::sched_getaffinity(0, sizeof mine_, &mine_) != 0) return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    ::sched_setaffinity(worker, sizeof one, &one);  // best effort: only a speed-up
+    restore_ = ::sched_setaffinity(0, sizeof one, &one) == 0;
+  }
+  ~SharedCore() {
+    if (restore_) ::sched_setaffinity(0, sizeof mine_, &mine_);
+  }
+  SharedCore(const SharedCore&) = delete;
+  SharedCore& operator=(const SharedCore&) = delete;
+
+ private:
+  cpu_set_t mine_;
+  bool restore_ = false;
+};
 
 WireReply RewardWorker::score(const std::vector<RewardView>& rows, const TrainerState& state) {
   WireReply reply;
@@ -247,12 +261,12 @@ WireReply RewardWorker::score(const std::vector<RewardView>& rows, const Trainer
   try {
     if (pid_ < 0) start();  // restarted after a crash or a timeout
     used = write_batch(batch_, rows, state);
-    follow_this_core();
   } catch (const std::exception& e) {
     reply.failed = true;
     reply.error = e.what();
     return reply;
   }
+  SharedCore core(pid_);
   Wire out(to_child_), in(from_child_);
   out.put_u64(used);
   const int64_t deadline = isolation_.timeout_s > 0 ? now_ms() + static_cast<int64_t>(isolation_.timeout_s * 1000) : -1;

@@ -79,7 +79,7 @@ class RewardWorker {
   void start();  // spawn + init; throws PluginError when create() fails
   void stop();   // kills the child, if any
   std::string died();  // why the child is gone (after a failed read), and reaps it
-  void follow_this_core();
+  class SharedCore;
   PluginInfo info_;
   std::string options_json_, run_config_json_, tokenizer_dir_;
   tok::ChatFamily family_;
