@@ -58,11 +58,6 @@ void Wire::put(const std::string& s) {
   out_ += s;
 }
 
-void Wire::put(const std::vector<int32_t>& v) {
-  put_u64(v.size());
-  out_.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(int32_t));
-}
-
 void Wire::put_u64(uint64_t v) { out_.append(reinterpret_cast<const char*>(&v), sizeof v); }
 
 void Wire::put_f64(double v) { out_.append(reinterpret_cast<const char*>(&v), sizeof v); }
@@ -132,11 +127,6 @@ std::string Wire::get_string(int64_t deadline_ms) {
   return s;
 }
 
-std::vector<int32_t> Wire::get_ids(int64_t deadline_ms) {
-  std::vector<int32_t> v(get_u64(deadline_ms));
-  read_exact(v.data(), v.size() * sizeof(int32_t), deadline_ms);
-  return v;
-}
 
 RewardWorker::RewardWorker(const PluginInfo& info, const nlohmann::json& options, std::string run_config_json,
                            Isolation isolation, std::string tokenizer_dir, tok::ChatFamily family)

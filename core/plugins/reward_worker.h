@@ -38,7 +38,6 @@ class Wire {
  public:
   explicit Wire(int fd) : fd_(fd) {}
   void put(const std::string& s);
-  void put(const std::vector<int32_t>& v);
   void put_u64(uint64_t v);
   void put_i64(int64_t v) { put_u64(static_cast<uint64_t>(v)); }
   void put_f64(double v);
@@ -46,7 +45,6 @@ class Wire {
   // Reads block until `deadline_ms` (< 0: forever); throws std::runtime_error
   // on end of stream, with "timeout" when the deadline passed.
   std::string get_string(int64_t deadline_ms = -1);
-  std::vector<int32_t> get_ids(int64_t deadline_ms = -1);
   uint64_t get_u64(int64_t deadline_ms = -1);
   int64_t get_i64(int64_t deadline_ms = -1) { return static_cast<int64_t>(get_u64(deadline_ms)); }
   double get_f64(int64_t deadline_ms = -1);

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <unordered_map>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -99,10 +100,9 @@ SharedMemory::SharedMemory(SharedMemory&& o) noexcept : fd_(o.fd_), data_(o.data
 }
 
 SharedMemory& SharedMemory::operator=(SharedMemory&& o) noexcept {
-  if (this != &o) {
-    this->~SharedMemory();
-    new (this) SharedMemory(std::move(o));
-  }
+  std::swap(fd_, o.fd_);  // o releases what this held
+  std::swap(data_, o.data_);
+  std::swap(size_, o.size_);
   return *this;
 }
 

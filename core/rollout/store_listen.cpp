@@ -41,6 +41,10 @@ bool is_wildcard(const std::string& host) { return host.empty() || host == "0.0.
 // LibTorch's TCPStore calls. Outside a scope, or for any other address or
 // port, it is libc's.
 extern "C" int bind(int fd, const sockaddr* addr, socklen_t len) {
+  if (!libc_bind()) {  // no dynamic libc to pass to: nothing can be bound
+    errno = ENOSYS;
+    return -1;
+  }
   std::optional<Narrowing> n;
   {
     std::lock_guard<std::mutex> lock(narrowing_mutex);

@@ -91,7 +91,11 @@ void expect_same_training(const std::string& one, const std::string& two, int st
     for (const char* key : {"loss", "grad_norm", "reward", "reward_std", "kl", "entropy", "num_tokens"})
       EXPECT_NEAR(l1[s][key].get<double>(), l2[s][key].get<double>(), 1e-5) << key << " at step " << s + 1;
   const std::string ckpt = "/checkpoint-" + std::to_string(steps) + "/model.safetensors";
-  EXPECT_LT(max_weight_difference(one + ckpt, two + ckpt), 1e-5);
+  // Summation orders differ between one batch and two halves; AdamW divides
+  // each gradient by its own running scale, so for a parameter whose gradient
+  // is near zero that rounding moves the update by a visible fraction of the
+  // learning rate (2e-3 here): up to 1.8e-5 on AVX-512 machines.
+  EXPECT_LT(max_weight_difference(one + ckpt, two + ckpt), 5e-5);
   EXPECT_GT(max_weight_difference(one + ckpt, one + "/../model/model.safetensors"), 1e-3) << "the run must train";
   for (const auto& line : l1) EXPECT_GT(line["reward_std"].get<double>(), 0.0) << "rewards must differ within groups";
 }

@@ -66,7 +66,12 @@ TEST(NativeSampler, CopiesOfAGroupSampledApartEqualTheWholeGroup) {
   for (size_t i = 0; i < 3; ++i) {
     EXPECT_EQ(part[i].index, i + 1);
     EXPECT_EQ(part[i].ids, whole[i + 1].ids) << i;
-    EXPECT_EQ(part[i].logprobs, whole[i + 1].logprobs) << i;
+    // The same tokens; their log-probs come from a batch of 3 rows instead of
+    // 4, and BLAS may pick another kernel (another summation order) for
+    // another shape: on AVX-512 machines they differ in the sixth digit.
+    ASSERT_EQ(part[i].logprobs.size(), whole[i + 1].logprobs.size()) << i;
+    for (size_t t = 0; t < part[i].logprobs.size(); ++t)
+      EXPECT_NEAR(part[i].logprobs[t], whole[i + 1].logprobs[t], 1e-4) << i << " token " << t;
   }
   EXPECT_NE(whole[0].ids, whole[1].ids) << "copies sample their own streams";
 }
