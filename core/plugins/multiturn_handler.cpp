@@ -26,13 +26,6 @@ void append_message(void* ctx, grpo_str role, grpo_str content) {
                           std::string(content.data ? content.data : "", content.size)});
 }
 
-std::vector<grpo_column> column_views(const RowColumns* columns) {
-  std::vector<grpo_column> out;
-  if (columns)
-    for (const auto& c : columns->columns) out.push_back({as_str(c.name), as_str(c.json), as_str(c.text)});
-  return out;
-}
-
 int32_t finish_code(FinishReason f) {
   return f == FinishReason::Stop ? GRPO_FINISH_STOP : f == FinishReason::Length ? GRPO_FINISH_LENGTH : GRPO_FINISH_ABORT;
 }
@@ -47,7 +40,7 @@ struct MultiturnHandler::Call {
         completion(turn.completion),
         ids(turn.ids ? *turn.ids : std::vector<int32_t>()),
         columns(turn.columns ? *turn.columns : RowColumns{{}, "{}"}),
-        views(column_views(&columns)),
+        views(view_of(columns).columns),
         state{GRPO_TRAINER_STATE_STRUCT_SIZE, turn.state.global_step, turn.state.max_steps, turn.state.epoch},
         input{GRPO_TURN_INPUT_STRUCT_SIZE, as_str(conversation_json), as_str(completion), ids.data(), ids.size(),
               finish_code(turn.finish), turn.turn, turn.tokens_left, views.data(), views.size(),

@@ -7,7 +7,6 @@
 #include <deque>
 #include <limits>
 #include <thread>
-#include <unordered_map>
 
 #include <fmt/format.h>
 #include <grpo/reward.h>
@@ -130,25 +129,19 @@ bool RewardFunction::score_range(const std::vector<grpo_reward_sample>& samples,
 
 namespace {
 
-// One ColumnsView per distinct row of a batch: the G completions of a prompt
-// share theirs.
+// The ColumnsView of each row of a batch, one per run of rows with the same
+// dataset row: the G completions of a prompt come together and share theirs.
 class ColumnViews {
  public:
   const ColumnsView* of(const RowColumns* cols) {
     if (!cols) return nullptr;
-    auto [it, fresh] = index_.emplace(cols, nullptr);
-    if (fresh) {
-      ColumnsView& v = store_.emplace_back();
-      for (const auto& c : cols->columns) v.columns.push_back({as_str(c.name), as_str(c.json), as_str(c.text)});
-      v.json = cols->json;
-      it->second = &v;
-    }
-    return it->second;
+    if (cols != last_) store_.push_back(view_of(*cols)), last_ = cols;
+    return &store_.back();
   }
 
  private:
   std::deque<ColumnsView> store_;  // stable addresses
-  std::unordered_map<const RowColumns*, const ColumnsView*> index_;
+  const RowColumns* last_ = nullptr;
 };
 
 // Known ids are never a null pointer, even when there are none.

@@ -42,6 +42,14 @@ struct ColumnsView {
   std::vector<grpo_column> columns;
   std::string_view json;
 };
+// Views of `row`'s columns, as the ABI hands them to plugins.
+inline ColumnsView view_of(const RowColumns& row) {
+  ColumnsView v;
+  for (const auto& c : row.columns)
+    v.columns.push_back({{c.name.data(), c.name.size()}, {c.json.data(), c.json.size()}, {c.text.data(), c.text.size()}});
+  v.json = row.json;
+  return v;
+}
 struct RewardView {
   std::string_view messages_json, completion;
   std::string_view conversation;    // multi-turn: the whole conversation; empty otherwise
