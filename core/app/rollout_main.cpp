@@ -154,9 +154,10 @@ grpo::rollout::ServerOptions server_options(const Flags& flags) {
 }
 
 // An exception no caller can catch: Gloo's network thread enforces that a
-// broadcast is no longer than the receiving buffer, and throws there. The
-// process cannot go on; its last words say what was being received and why,
-// instead of an abort with a core dump.
+// broadcast is no longer than the receiving buffer, and throws there. A
+// receiving buffer holds kReceiveHeadroom times the announced bytes, so this
+// is a broadcast longer than that. The process cannot go on; its last words
+// say what was being received and why, instead of an abort with a core dump.
 [[noreturn]] void on_terminate() {
   std::string what = "an unknown error";
   try {
@@ -169,10 +170,10 @@ grpo::rollout::ServerOptions server_options(const Flags& flags) {
   const std::string transfer = grpo::rollout::transfer_in_flight();
   if (!transfer.empty())
     std::fprintf(stderr,
-                 "grpo-rollout: error: while receiving %s the trainer sent more bytes than it announced (%s). The "
-                 "tensor a client broadcasts must have the dtype and shape its request names. Gloo fails in its "
-                 "own thread here, so the server stops (exit status 3); restart it.\n",
-                 transfer.c_str(), what.c_str());
+                 "grpo-rollout: error: while receiving %s the trainer sent more than %d times the bytes it "
+                 "announced (%s). The tensor a client broadcasts must have the dtype and shape its request names. "
+                 "Gloo fails in its own thread here, so the server stops (exit status 3); restart it.\n",
+                 transfer.c_str(), static_cast<int>(grpo::rollout::CommGroup::kReceiveHeadroom), what.c_str());
   else
     std::fprintf(stderr, "grpo-rollout: fatal error: %s\n", what.c_str());
   std::fflush(stderr);

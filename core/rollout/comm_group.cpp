@@ -1,10 +1,12 @@
 #include "rollout/comm_group.h"
 
 #include <fmt/format.h>
+#include <sys/mman.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <functional>
 #include <mutex>
@@ -57,26 +59,43 @@ class InFlight {
 };
 
 // Gloo completes a receive when the sender's bytes end, even if they end
-// before the buffer does, and says nothing of how many came. So the last 8
-// bytes of the buffer get a random mark first: still there afterwards, the
-// broadcast was short. A full one overwrites them, and equals the mark by
-// chance once in 2^64.
-class ShortReceiveCheck {
+// before the buffer does, and says nothing of how many came; bytes beyond the
+// buffer it refuses in its own network thread, where no caller can catch it
+// and the process must die. So a receiving rank posts a buffer with headroom
+// (kReceiveHeadroom times the announced bytes, plus a page) and two random
+// marks: in the last 8 announced bytes, and in the first 8 after them. The
+// first still there, the broadcast was short; the second changed, it was
+// long. A sender's bytes equal a mark by chance once in 2^64 (once in 256^k
+// for a broadcast only k < 8 bytes long).
+class ReceiveBuffer {
  public:
-  explicit ShortReceiveCheck(at::Tensor& bytes) : bytes_(bytes) {
-    if (bytes_.numel() < 8) return;
+  ReceiveBuffer(int64_t announced, const std::string& what) : announced_(announced) {
+    bytes_ = reserve(announced * CommGroup::kReceiveHeadroom + 4096, what);
     static thread_local std::mt19937_64 marks{std::random_device{}()};
-    mark_ = marks();
-    std::memcpy(tail(), &mark_, sizeof mark_);
+    short_mark_ = marks();
+    long_mark_ = marks();
+    if (announced_ >= 8) std::memcpy(at(announced_ - 8), &short_mark_, 8);
+    std::memcpy(at(announced_), &long_mark_, 8);
   }
-  bool short_by_8_or_more() const {
-    return bytes_.numel() >= 8 && std::memcmp(tail(), &mark_, sizeof mark_) == 0;
-  }
+  at::Tensor& bytes() { return bytes_; }
+  bool is_short() const { return announced_ >= 8 && std::memcmp(at(announced_ - 8), &short_mark_, 8) == 0; }
+  bool is_long() const { return std::memcmp(at(announced_), &long_mark_, 8) != 0; }
 
  private:
-  uint8_t* tail() const { return bytes_.data_ptr<uint8_t>() + bytes_.numel() - 8; }
-  at::Tensor& bytes_;
-  uint64_t mark_ = 0;
+  // Address space only: a page is committed when first written, so the
+  // headroom costs memory only when a longer broadcast fills it.
+  static at::Tensor reserve(int64_t n, const std::string& what) {
+    void* p = ::mmap(nullptr, static_cast<size_t>(n), PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+      throw TransferError(fmt::format("receive {}: cannot reserve {} bytes of address space: {}", what, n,
+                                      std::strerror(errno)));
+    return at::from_blob(p, {n}, [n](void* q) { ::munmap(q, static_cast<size_t>(n)); }, at::kByte);
+  }
+  uint8_t* at(int64_t offset) const { return bytes_.data_ptr<uint8_t>() + offset; }
+  int64_t announced_;
+  at::Tensor bytes_;
+  uint64_t short_mark_ = 0, long_mark_ = 0;
 };
 
 }  // namespace
@@ -167,31 +186,42 @@ std::string transfer_in_flight() {
   return lock ? in_flight : std::string("a weight broadcast");
 }
 
-void CommGroup::broadcast(at::Tensor& tensor, const std::string& what) {
-  std::vector<at::Tensor> tensors{as_bytes(tensor)};
-  const bool receiving = rank_ != source_rank();
+void CommGroup::send(const at::Tensor& tensor, const std::string& what) {
+  if (rank_ != source_rank())
+    throw TransferError(fmt::format("send {}: rank {} is a receiving rank", what, rank_));
+  at::Tensor bytes = as_bytes(tensor);
+  broadcast(bytes, what);
+}
+
+at::Tensor CommGroup::receive(int64_t nbytes, const std::string& what) {
+  if (rank_ == source_rank())
+    throw TransferError(fmt::format("receive {}: rank {} is the sending rank", what, rank_));
+  ReceiveBuffer buffer(nbytes, what);
+  {
+    InFlight note(fmt::format("{} ({} bytes announced)", what, nbytes));
+    broadcast(buffer.bytes(), what);
+  }
+  const char* wrong = buffer.is_long() ? "more" : buffer.is_short() ? "fewer" : nullptr;
+  if (wrong)
+    throw BroadcastSizeError(fmt::format(
+        "broadcast of {}: rank {} sent {} bytes than the {} announced; the tensor it sends must have the dtype "
+        "and shape its request names (the weights are unchanged)",
+        what, source_rank(), wrong, nbytes));
+  return buffer.bytes().narrow(0, 0, nbytes);
+}
+
+void CommGroup::broadcast(at::Tensor& bytes, const std::string& what) {
+  std::vector<at::Tensor> tensors{bytes};
   c10d::BroadcastOptions opts;
   opts.rootRank = source_rank();
   opts.timeout = timeout_;
-  std::optional<InFlight> note;
-  std::optional<ShortReceiveCheck> check;
-  if (receiving) {
-    note.emplace(fmt::format("{} ({} bytes announced)", what, tensors[0].numel()));
-    check.emplace(tensors[0]);
-  }
   try {
     impl_->group->broadcast(tensors, opts)->wait(timeout_);
   } catch (const std::exception& e) {
     throw TransferError(fmt::format("broadcast of {} ({} bytes) from rank {} failed or timed out after {:.1f} s: {}",
-                                    what, tensors[0].numel(), source_rank(),
-                                    static_cast<double>(timeout_.count()) / 1000.0,
-                                    cause(e)));
+                                    what, bytes.numel(), source_rank(),
+                                    static_cast<double>(timeout_.count()) / 1000.0, cause(e)));
   }
-  if (check && check->short_by_8_or_more())
-    throw ShortBroadcastError(fmt::format(
-        "broadcast of {}: rank {} sent fewer bytes than the {} announced; the tensor it sends must have the dtype "
-        "and shape its request names (the weights are unchanged)",
-        what, source_rank(), tensors[0].numel()));
 }
 
 void CommGroup::barrier(const std::string& what) {

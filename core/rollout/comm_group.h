@@ -23,8 +23,8 @@ class TransferError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// A broadcast that ended before the receiving tensor did; the group itself is intact.
-class ShortBroadcastError : public TransferError {
+// A broadcast shorter or longer than announced; the group itself is intact.
+class BroadcastSizeError : public TransferError {
  public:
   using TransferError::TransferError;
 };
@@ -48,9 +48,10 @@ int64_t bucket_bytes(const std::vector<TensorSpec>& specs);
 at::Tensor pack_bucket(const std::vector<at::Tensor>& tensors);
 std::vector<at::Tensor> unpack_bucket(const at::Tensor& flat, const std::vector<TensorSpec>& specs);
 
-// What a receiving rank is taking in right now ("" when nothing): a longer
-// broadcast than announced fails inside Gloo's network thread, where no
-// caller can catch it, and the process's last words should name it.
+// What a receiving rank is taking in right now ("" when nothing): a broadcast
+// longer than the receiving buffer with its headroom fails inside Gloo's
+// network thread, where no caller can catch it, and the process's last words
+// should name it.
 std::string transfer_in_flight();
 
 class CommGroup {
@@ -68,16 +69,22 @@ class CommGroup {
   int world_size() const { return world_size_; }
   int source_rank() const { return world_size_ - 1; }  // the trainer
 
-  // Broadcasts `tensor` (CPU, contiguous) in place from source_rank().
-  // `what` names the parameter (or bucket) in errors. A receiving rank
-  // checks that the bytes filled the tensor: a shorter broadcast (8 bytes
-  // or more short) is a TransferError, never a half-written tensor.
-  void broadcast(at::Tensor& tensor, const std::string& what);
+  // The source rank (the trainer) broadcasts `tensor` (CPU, contiguous);
+  // `what` names the parameter (or bucket) in errors.
+  void send(const at::Tensor& tensor, const std::string& what);
+  // A receiving rank takes the broadcast that is announced as `nbytes`
+  // bytes, as a byte tensor of that size. One that is shorter (by 8 bytes or
+  // more) or longer (up to kReceiveHeadroom times the announced size) is a
+  // BroadcastSizeError, never a half-written or overrun tensor; beyond that
+  // headroom Gloo fails in its own thread (see transfer_in_flight).
+  at::Tensor receive(int64_t nbytes, const std::string& what);
+  static constexpr int64_t kReceiveHeadroom = 4;  // float64 sent where bfloat16 was announced
   void barrier(const std::string& what);
 
  private:
   struct Impl;
   CommGroup(std::unique_ptr<Impl> impl, int rank, int world_size, std::chrono::milliseconds timeout);
+  void broadcast(at::Tensor& bytes, const std::string& what);
   std::unique_ptr<Impl> impl_;
   int rank_, world_size_;
   std::chrono::milliseconds timeout_;

@@ -104,17 +104,17 @@ void WeightReceiver::update(std::vector<TensorSpec> specs, bool as_bucket) {
   enqueue([this, as_bucket, specs = std::move(specs)] {
     const std::string what = describe(specs);
     try {
-      at::Tensor received = as_bucket ? at::empty({bucket_bytes(specs)}, at::kByte)
-                                      : at::empty(specs[0].shape, at::TensorOptions().dtype(specs[0].dtype));
-      std::optional<ShortBroadcastError> short_broadcast;
+      at::Tensor received;
+      std::optional<BroadcastSizeError> mismatch;
       try {
-        group_->broadcast(received, what);
-      } catch (const ShortBroadcastError& e) {
-        short_broadcast = e;  // the trainer still waits at the barrier: meet it, then fail
+        received = group_->receive(as_bucket ? bucket_bytes(specs) : specs[0].nbytes(), what);
+      } catch (const BroadcastSizeError& e) {
+        mismatch = e;  // the trainer still waits at the barrier: meet it, then fail
       }
       group_->barrier(what);
-      if (short_broadcast) throw *short_broadcast;
-      const std::vector<at::Tensor> tensors = as_bucket ? unpack_bucket(received, specs) : std::vector{received};
+      if (mismatch) throw *mismatch;
+      const std::vector<at::Tensor> tensors =
+          as_bucket ? unpack_bucket(received, specs) : std::vector{received.view(specs[0].dtype).view(specs[0].shape)};
       apply_(specs, tensors);
       tensors_received_ += specs.size();
     } catch (const TransferError& e) {

@@ -88,7 +88,7 @@ void WeightSender::send(const std::string& name, const at::Tensor& tensor) {
   post_all("/update_named_param/", spec_json(name, tensor), fmt::format("send '{}'", name));
   at::Tensor buffer = tensor.detach().to(at::kCPU).contiguous();  // the source rank only reads it
   const std::string what = fmt::format("'{}'", name);
-  group_->broadcast(buffer, what);
+  group_->send(buffer, what);
   group_->barrier(what);
 }
 
@@ -105,7 +105,7 @@ void WeightSender::send_bucket(const NamedTensors& tensors) {
   }
   post_all("/update_named_params/", json{{"params", params}}, "send " + what);
   at::Tensor flat = pack_bucket(values);
-  group_->broadcast(flat, what);
+  group_->send(flat, what);
   group_->barrier(what);
 }
 

@@ -228,7 +228,7 @@ struct HandRolledTrainer {
     auto update = server.post("/update_named_param/",
                               {{"name", "model.norm.weight"}, {"dtype", "torch.float32"}, {"shape", {64}}});
     EXPECT_EQ(update.status, 200) << update.raw;
-    group->broadcast(sent, "model.norm.weight");
+    group->send(sent, "model.norm.weight");
     group->barrier("model.norm.weight");
     return server.post("/reset_prefix_cache/", json::object());
   }
@@ -260,19 +260,43 @@ TEST(RolloutWeights, AShorterBroadcastThanAnnouncedIsAnErrorAndTheWeightsStay) {
   EXPECT_EQ(server.terminate(), 0) << server.log();
 }
 
-// A longer one fails inside Gloo's network thread, where it cannot be
-// caught: the server stops with status 3 and says what it was receiving.
-TEST(RolloutWeights, ALongerBroadcastThanAnnouncedStopsTheServerNamingIt) {
+// A longer one (float64 sent where float32 was announced) is refused the
+// same way: the old weights stay and the group still works.
+TEST(RolloutWeights, ALongerBroadcastThanAnnouncedIsAnErrorAndTheWeightsStay) {
+  RolloutProcess server(grpo::testing::tiny_model_dir(), {"--comm_timeout_s", "10"});
+  ASSERT_NE(server.port(), 0);
+  const auto before = server_greedy(server);
+  HandRolledTrainer trainer(server);
+  const at::Tensor norm = at::linspace(-30, 30, 64);
+  auto reply = trainer.push_norm(server, norm.to(at::kDouble));
+  EXPECT_EQ(reply.status, 500) << reply.raw;
+  const std::string error = reply.body.value("error", "");
+  EXPECT_NE(error.find("model.norm.weight"), std::string::npos) << error;
+  EXPECT_NE(error.find("more bytes than the 256 announced"), std::string::npos) << error;
+  EXPECT_EQ(server_greedy(server), before);
+  EXPECT_EQ(server.get("/health/").body["tensors_received"], 0);
+
+  reply = trainer.push_norm(server, norm.clone());
+  EXPECT_EQ(reply.status, 200) << reply.raw;
+  EXPECT_EQ(server.get("/health/").body["tensors_received"], 1);
+  EXPECT_NE(server_greedy(server), before);
+  EXPECT_EQ(server.terminate(), 0) << server.log();
+}
+
+// Past the receiving buffer's headroom (4 times the announced bytes and a
+// page) Gloo fails inside its network thread, where it cannot be caught: the
+// server stops with status 3 and says what it was receiving.
+TEST(RolloutWeights, ABroadcastPastTheHeadroomStopsTheServerNamingIt) {
   RolloutProcess server(grpo::testing::tiny_model_dir(), {"--comm_timeout_s", "5"});
   ASSERT_NE(server.port(), 0);
   HandRolledTrainer trainer(server);
   try {
-    trainer.push_norm(server, at::zeros({64}, at::kDouble));
+    trainer.push_norm(server, at::zeros({1024}, at::kDouble));  // 8192 bytes against 4 x 256 + 4096
   } catch (const TransferError&) {  // the server is gone before the barrier
   }
   EXPECT_EQ(server.terminate(), 3) << server.log();
   const std::string log = server.log();
-  EXPECT_NE(log.find("while receiving 'model.norm.weight' (256 bytes announced) the trainer sent more bytes"),
+  EXPECT_NE(log.find("while receiving 'model.norm.weight' (256 bytes announced) the trainer sent more than 4 times"),
             std::string::npos)
       << log;
   EXPECT_EQ(log.find("core dumped"), std::string::npos) << log;
