@@ -247,6 +247,11 @@ void GrpoTrainer::train() {
       failed = "a plugin failed";
       break;
     } catch (const dist::CollectiveError& e) {
+      if (stop_requested()) {  // another rank got the same signal and gave up its call first
+        abandoned = "step " + std::to_string(step + 1) + ", which another rank left on the same signal (" +
+                    std::string(e.what()) + ")";
+        break;
+      }
       failure = e.what();
       failed = "the training processes lost each other";
       break;
