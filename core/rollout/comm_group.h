@@ -78,7 +78,8 @@ class CommGroup {
   // BroadcastSizeError, never a half-written or overrun tensor; beyond that
   // headroom Gloo fails in its own thread (see transfer_in_flight).
   at::Tensor receive(int64_t nbytes, const std::string& what);
-  static constexpr int64_t kReceiveHeadroom = 4;  // float64 sent where bfloat16 was announced
+  // Every confusion of dtypes fits: float64 sent where a 1-byte dtype was announced.
+  static constexpr int64_t kReceiveHeadroom = 8;
   void barrier(const std::string& what);
 
  private:

@@ -283,7 +283,7 @@ TEST(RolloutWeights, ALongerBroadcastThanAnnouncedIsAnErrorAndTheWeightsStay) {
   EXPECT_EQ(server.terminate(), 0) << server.log();
 }
 
-// Past the receiving buffer's headroom (4 times the announced bytes and a
+// Past the receiving buffer's headroom (8 times the announced bytes and a
 // page) Gloo fails inside its network thread, where it cannot be caught: the
 // server stops with status 3 and says what it was receiving.
 TEST(RolloutWeights, ABroadcastPastTheHeadroomStopsTheServerNamingIt) {
@@ -291,12 +291,12 @@ TEST(RolloutWeights, ABroadcastPastTheHeadroomStopsTheServerNamingIt) {
   ASSERT_NE(server.port(), 0);
   HandRolledTrainer trainer(server);
   try {
-    trainer.push_norm(server, at::zeros({1024}, at::kDouble));  // 8192 bytes against 4 x 256 + 4096
+    trainer.push_norm(server, at::zeros({1024}, at::kDouble));  // 8192 bytes against 8 x 256 + 4096
   } catch (const TransferError&) {  // the server is gone before the barrier
   }
   EXPECT_EQ(server.terminate(), 3) << server.log();
   const std::string log = server.log();
-  EXPECT_NE(log.find("while receiving 'model.norm.weight' (256 bytes announced) the trainer sent more than 4 times"),
+  EXPECT_NE(log.find("while receiving 'model.norm.weight' (256 bytes announced) the trainer sent more than 8 times"),
             std::string::npos)
       << log;
   EXPECT_EQ(log.find("core dumped"), std::string::npos) << log;
