@@ -5,7 +5,10 @@
 //  2. the GRPO step with the quickstart's settings on one process with two
 //     threads against two processes (NPROC_PER_NODE=2) with one thread each,
 //     the same generation batch, and the time the second spends exchanging
-//     samples and averaging gradients.
+//     samples and averaging gradients; the two processes once with 25 MB
+//     buckets (the model's 12.8 MB of gradients are one bucket, reduced
+//     after backward) and once with 1 MB buckets (16, each started from
+//     backward as soon as its gradients are final).
 //   bench_distributed [--model DIR] [--steps 6]
 #include <sys/wait.h>
 #include <unistd.h>
@@ -104,21 +107,25 @@ int main(int argc, char** argv) {
                             model + " --dataset " + GRPO_SOURCE_DIR + "/configs/quickstart/train.jsonl --max_steps " +
                             std::to_string(steps) + " --logging_steps 1 --save_steps 100000 --log_completions false "
                             "--report_to none";
-  const std::string one = (work / "one").string(), two = (work / "two").string();
+  const std::string one = (work / "one").string(), two = (work / "two").string(), small = (work / "small").string();
+  const std::string two_procs = "NPROC_PER_NODE=2 " + train + " --num_threads 1 --per_device_train_batch_size 8 ";
   if (run(train + " --num_threads 2 --per_device_train_batch_size 16 --output_dir " + one) != 0 ||
-      run("NPROC_PER_NODE=2 " + train + " --num_threads 1 --per_device_train_batch_size 8 --output_dir " + two) != 0) {
+      run(two_procs + "--output_dir " + two) != 0 || run(two_procs + "--ddp_bucket_cap_mb 1 --output_dir " + small) != 0) {
     std::fprintf(stderr, "grpo-host train failed; rerun the command above to see why\n");
     return 1;
   }
-  auto a = step_means(one), b = step_means(two);
+  auto a = step_means(one), b = step_means(two), c = step_means(small);
   std::printf("\nGRPO step, quickstart settings (32 completions per step), %d steps after the first\n", steps - 1);
-  std::printf("%-34s %10s %10s %10s %10s\n", "", "s/step", "generate", "backward", "exchange");
-  std::printf("%-34s %10.3f %10.3f %10.3f %10s\n", "1 process x 2 threads", a["step_time"], a["time/generate"],
-              a["time/backward"], "-");
-  std::printf("%-34s %10.3f %10.3f %10.3f %10.4f\n", "2 processes x 1 thread", b["step_time"], b["time/generate"],
-              b["time/backward"], b["time/gather"] + b["time/grad_sync"]);
-  std::printf("2 processes / 1 process step time: %.2fx (exchange: samples %.4f s, gradients %.4f s per step)\n",
-              b["step_time"] / a["step_time"], b["time/gather"], b["time/grad_sync"]);
+  std::printf("%-40s %8s %9s %9s %9s %10s %12s\n", "", "s/step", "generate", "backward", "samples", "gradients",
+              "bwd + grads");
+  std::printf("%-40s %8.3f %9.3f %9.3f %9s %10s %12.3f\n", "1 process x 2 threads", a["step_time"],
+              a["time/generate"], a["time/backward"], "-", "-", a["time/backward"]);
+  for (auto& [name, m] : {std::pair<const char*, std::map<std::string, double>&>{"2 processes x 1 thread, 25 MB buckets", b},
+                          {"2 processes x 1 thread, 1 MB buckets", c}})
+    std::printf("%-40s %8.3f %9.3f %9.3f %9.4f %10.4f %12.3f\n", name, m["step_time"], m["time/generate"],
+                m["time/backward"], m["time/gather"], m["time/grad_sync"], m["time/backward"] + m["time/grad_sync"]);
+  std::printf("2 processes / 1 process step time: %.2fx (25 MB buckets), %.2fx (1 MB)\n", b["step_time"] / a["step_time"],
+              c["step_time"] / a["step_time"]);
   fs::remove_all(work);
   return 0;
 }

@@ -133,6 +133,12 @@ struct World::Impl {
   }
 };
 
+struct World::Started {
+  c10::intrusive_ptr<c10d::Work> work;
+  std::string what;
+  double started_s;
+};
+
 World::World() = default;
 World::~World() = default;
 
@@ -240,6 +246,46 @@ void World::all_reduce_sum(std::vector<at::Tensor>& tensors, Channel channel, co
   opts.reduceOp = c10d::ReduceOp::SUM;
   opts.timeout = timeout_;
   each(tensors, "all_reduce", what, [&](std::vector<at::Tensor>& t) { return impl_->group(channel).allreduce(t, opts); });
+}
+
+void World::start_all_reduce_sum(std::vector<at::Tensor>& tensors, Channel channel, const std::string& what) {
+  if (!distributed() || tensors.empty()) return;
+  c10d::AllreduceOptions opts;
+  opts.reduceOp = c10d::ReduceOp::SUM;
+  opts.timeout = timeout_;
+  const double t0 = util::now_s();
+  try {
+    for (at::Tensor& t : tensors) {
+      std::vector<at::Tensor> one{t};
+      started_.push_back({impl_->group(channel).allreduce(one, opts), what, t0});
+    }
+  } catch (const std::exception& e) {
+    started_.clear();
+    fail("all_reduce", what, t0, impl_->who_stopped(), cause(e));
+  }
+}
+
+void World::finish_started() {
+  std::vector<Started> started = std::move(started_);
+  started_.clear();
+  for (Started& s : started) wait(*s.work, "all_reduce", s.what, s.started_s);
+}
+
+void World::announce_stop() {
+  if (!distributed()) return;
+  try {
+    impl_->watch_store->set("stopped", std::vector<uint8_t>{1});
+  } catch (const std::exception&) {  // the store is gone: the others learn it the same way
+  }
+}
+
+bool World::another_rank_stopped() {
+  if (!distributed()) return false;
+  try {
+    return impl_->watch_store->check({"stopped"});
+  } catch (const std::exception&) {
+    return true;
+  }
 }
 
 void World::reduce_sum(std::vector<at::Tensor>& tensors, int root, Channel channel, const std::string& what) {

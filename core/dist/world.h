@@ -64,6 +64,12 @@ class World {
 
   // Sums float tensors (CPU, contiguous) in place over the ranks.
   void all_reduce_sum(std::vector<at::Tensor>& tensors, Channel channel, const std::string& what);
+  // all_reduce_sum started now and left running, for work to overlap it (the
+  // backward pass); finish_started() waits for every collective started so,
+  // as the blocking ones wait. Collectives are matched by their order: every
+  // rank starts the same ones in the same order.
+  void start_all_reduce_sum(std::vector<at::Tensor>& tensors, Channel channel, const std::string& what);
+  void finish_started();
   // Sums float tensors over the ranks into rank `root`'s (the others' are
   // left undefined in value).
   void reduce_sum(std::vector<at::Tensor>& tensors, int root, Channel channel, const std::string& what);
@@ -75,6 +81,13 @@ class World {
   std::vector<std::string> gather_to_main(const std::string& bytes, Channel channel, const std::string& what);
   void barrier(Channel channel, const std::string& what);
 
+  // A rank that leaves on a stop signal without meeting the others says so
+  // first, so that a rank whose collective then fails can tell that from a
+  // rank that died. another_rank_stopped() is also true when rank 0's store
+  // is gone: rank 0 leaves last of all only when it dies or stops.
+  void announce_stop();
+  bool another_rank_stopped();
+
  private:
   struct Impl;
   void wait(c10d::Work& work, const std::string& collective, const std::string& what, double started_s);
@@ -84,7 +97,9 @@ class World {
                                                      const std::string& what, double t0);
   [[noreturn]] void fail(const std::string& collective, const std::string& what, double started_s,
                          const std::string& who, const std::string& cause_text);
+  struct Started;
   std::unique_ptr<Impl> impl_;
+  std::vector<Started> started_;
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   std::chrono::milliseconds timeout_{0};
 };

@@ -8,6 +8,8 @@
 #include <torch/types.h>  // before clip_grad.h, which uses torch::Tensor without including it
 #include <torch/nn/utils/clip_grad.h>
 
+#include "trainer/gradient_buckets.h"
+
 namespace grpo::trainer {
 
 namespace {
@@ -24,50 +26,13 @@ constexpr const char* kStop = "\x01stop";  // no metric starts with a control ch
 // A tensor's memory as bytes, to move parameters of any dtype alike.
 at::Tensor as_bytes(const at::Tensor& t) { return t.detach().reshape({-1}).view(at::kByte); }
 
-// Runs of consecutive parameters with one owner, each at most `bytes` large
-// (a single larger parameter is a run of its own): [first, last).
-std::vector<std::pair<size_t, size_t>> runs(const std::vector<at::Tensor>& params, const std::vector<int>& owner,
-                                            int64_t bytes) {
-  std::vector<std::pair<size_t, size_t>> out;
-  for (size_t i = 0; i < params.size();) {
-    size_t j = i;
-    int64_t n = 0;
-    while (j < params.size() && owner[j] == owner[i] && (j == i || n + params[j].nbytes() <= bytes))
-      n += params[j++].nbytes();
-    out.emplace_back(i, j);
-    i = j;
-  }
-  return out;
-}
-
-// Gradients of params[a, b) as one float32 buffer (a missing one as zeros).
-at::Tensor flat_gradients(const std::vector<at::Tensor>& params, size_t a, size_t b) {
-  std::vector<at::Tensor> parts;
-  for (size_t i = a; i < b; ++i) {
-    const at::Tensor& g = params[i].grad();
-    parts.push_back(g.defined() ? g.detach().reshape({-1}).to(at::kFloat) : at::zeros({params[i].numel()}, at::kFloat));
-  }
-  return at::cat(parts).contiguous();
-}
-
-// `flat` x `scale` back into the gradients of params[a, b).
-void set_gradients(const std::vector<at::Tensor>& params, size_t a, size_t b, const at::Tensor& flat, double scale) {
-  at::NoGradGuard no_grad;
-  int64_t offset = 0;
-  for (size_t i = a; i < b; ++i) {
-    const at::Tensor& p = params[i];
-    at::Tensor value = flat.narrow(0, offset, p.numel()).view(p.sizes()).mul(scale);
-    offset += p.numel();
-    if (p.grad().defined()) p.grad().copy_(value);
-    else p.mutable_grad() = value.to(p.scalar_type());
-  }
-}
-
 }  // namespace
 
 ParameterSync::ParameterSync(dist::World& world, std::vector<at::Tensor> trained, int zero_stage, int64_t bucket_bytes)
     : world_(world), trained_(std::move(trained)), owner_(trained_.size(), world.rank()), stage_(zero_stage),
       bucket_bytes_(bucket_bytes) {
+  if (world_.distributed() && stage_ < 2)
+    overlapped_ = std::make_unique<OverlappedAllReduce>(world_, trained_, bucket_bytes_);
   if (!sharded()) return;
   // Contiguous ranges of about equal size: parameter i goes to the rank whose
   // share of the total its middle falls in.
@@ -88,16 +53,21 @@ std::vector<at::Tensor> ParameterSync::optimized() const {
   return out;
 }
 
+void ParameterSync::before_last_backward(const std::string& what) {
+  if (overlapped_) overlapped_->arm(what);
+}
+
 int64_t ParameterSync::combine_gradients(int64_t local_active_tokens, const std::string& what) {
+  if (overlapped_) return overlapped_->finish(local_active_tokens, what);
   if (!sharded() || stage_ < 2) return average_gradients(world_, trained_, local_active_tokens, bucket_bytes_, what);
   std::vector<at::Tensor> active{at::full({1}, static_cast<double>(local_active_tokens), at::kDouble)};
   world_.all_reduce_sum(active, dist::Channel::Train, what + " (loss-carrying tokens)");
   // Each run of one owner's gradients summed on that owner, in float32.
   for (const auto& [a, b] : runs(trained_, owner_, bucket_bytes_)) {
-    std::vector<at::Tensor> flat{flat_gradients(trained_, a, b)};
+    std::vector<at::Tensor> flat{flat_gradients(trained_, {a, b})};
     world_.reduce_sum(flat, owner_[a], dist::Channel::Train, what);
     if (owner_[a] == world_.rank()) {
-      set_gradients(trained_, a, b, flat[0], 1.0 / world_.size());
+      set_gradients(trained_, {a, b}, flat[0], 1.0 / world_.size());
     } else {
       for (size_t i = a; i < b; ++i) trained_[i].mutable_grad().reset();  // another rank's: not kept here
     }
@@ -165,10 +135,10 @@ int64_t average_gradients(dist::World& world, const std::vector<at::Tensor>& par
   // One call: the active-token count, then a bucket per run of parameters.
   const auto buckets = runs(trained, std::vector<int>(trained.size(), 0), bucket_bytes);
   std::vector<at::Tensor> flat{at::full({1}, static_cast<double>(local_active_tokens), at::kDouble)};
-  for (const auto& [a, b] : buckets) flat.push_back(flat_gradients(trained, a, b));
+  for (const ParamRange& range : buckets) flat.push_back(flat_gradients(trained, range));
   world.all_reduce_sum(flat, dist::Channel::Train, what);
   for (size_t k = 0; k < buckets.size(); ++k)
-    set_gradients(trained, buckets[k].first, buckets[k].second, flat[k + 1], 1.0 / world.size());
+    set_gradients(trained, buckets[k], flat[k + 1], 1.0 / world.size());
   return static_cast<int64_t>(flat[0].item<double>());
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include <torch/optim/adamw.h>
 
 #include "dist/world.h"
+#include "trainer/overlapped_all_reduce.h"
 
 namespace grpo::trainer {
 
@@ -37,6 +39,9 @@ class ParameterSync {
  public:
   ParameterSync(dist::World& world, std::vector<at::Tensor> trained, int zero_stage, int64_t bucket_bytes);
   bool sharded() const { return stage_ > 0 && world_.distributed(); }
+  // The next backward is the step's last: where every rank holds every
+  // gradient (stages 0 and 1), its buckets are all-reduced while it runs.
+  void before_last_backward(const std::string& what);
   // The parameters this rank's optimizer steps: all, or the ones it owns.
   std::vector<at::Tensor> optimized() const;
   // The ranks' gradients combined; returns the step's loss-carrying tokens
@@ -55,6 +60,7 @@ class ParameterSync {
   std::vector<int> owner_;  // per trained parameter: the rank that steps it
   int stage_;
   int64_t bucket_bytes_;
+  std::unique_ptr<OverlappedAllReduce> overlapped_;  // stages 0 and 1 over several ranks
 };
 
 // Bytes of the moments an AdamW holds (what ZeRO shards).

@@ -39,6 +39,8 @@ Metrics GrpoTrainer::step() {
       for (int64_t it = 0; it < s_.batch.iterations; ++it)
         rollout_.queue.insert(rollout_.queue.end(), parts.begin(), parts.end());
     }
+    if (k + 1 == s_.batch.grad_accum)  // its backward makes the gradients final: reduced while it runs
+      policy_.sync->before_last_backward("the gradients of step " + std::to_string(policy_.global_step + 1));
     accumulate(rollout_.queue.front(), m, sums);  // policy log-probs, loss, backward
     rollout_.queue.pop_front();
   }

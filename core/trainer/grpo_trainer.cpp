@@ -247,7 +247,7 @@ void GrpoTrainer::train() {
       failed = "a plugin failed";
       break;
     } catch (const dist::CollectiveError& e) {
-      if (stop_requested()) {  // another rank got the same signal and gave up its call first
+      if (stop_requested() && world_.another_rank_stopped()) {  // it gave up its call on the same signal
         abandoned = "step " + std::to_string(step + 1) + ", which another rank left on the same signal (" +
                     std::string(e.what()) + ")";
         break;
@@ -294,6 +294,7 @@ void GrpoTrainer::train() {
 // because the plugin cannot be destroyed while that call is still inside it.
 void GrpoTrainer::stop_abandoning(const std::string& what) {
   if (log_) log_->flush(policy_.global_step, max_steps_);
+  world_.announce_stop();  // the others' next collective fails: not because this rank died
   spdlog::warn("stopped by a signal at step {}/{} while {} was still running: that batch is dropped", policy_.global_step,
                max_steps_, what);
   if (policy_.global_step > 0 && world_.is_main()) save_checkpoint(/*gather_shards=*/false);

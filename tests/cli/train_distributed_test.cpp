@@ -296,34 +296,38 @@ TEST(TrainDistributed, SigtermToTheLauncherStopsEveryRankAfterTheSameStepWithACh
   EXPECT_TRUE(fs::exists(dir + "/out/checkpoint-" + std::to_string(last) + "/model.safetensors")) << log;
 }
 
-// The signal reaches both ranks while rank 1's sampler call hangs and rank 0
-// waits for it in a collective: rank 1 gives its call up after the grace,
-// and rank 0, losing it on the same signal, stops as cleanly as it does:
-// exit status 0, the last finished step saved.
+// The signal reaches both ranks while one rank's sampler call hangs and the
+// other waits for it in a collective: the hung rank gives its call up after
+// the grace and says so in the store, and the other, losing it on the same
+// signal, stops as cleanly: exit status 0, the last finished step saved.
+// Rank 0 hung: it saves, and rank 1 finds the store gone with it.
 TEST(TrainDistributed, SigtermWhileOneRanksSamplerHangsStopsEveryRankCleanly) {
-  const std::string dir = tiny_run_dir("dist_sigterm_stalled_sampler");
-  write_run(dir, "grpo", 500);
-  const std::string sampler = "--plugins " FIXTURE_SAMPLER " --sampler fixture_sampler --sampler_args "
-                              "'{\"stall_rank\": 1}' ";
-  const pid_t launcher = spawn_host("train --config " + dir + "/run.yaml --per_device_train_batch_size 2 "
-                                    "--ddp_timeout 120 " + sampler + "--output_dir " + dir + "/out",
-                                    {"NPROC_PER_NODE=2"}, dir + "/run.log");
-  ASSERT_TRUE(wait_for_lines(dir + "/out/logging.jsonl", 1, 120)) << read_file(dir + "/run.log");
-  std::this_thread::sleep_for(std::chrono::seconds(1));  // rank 0 now waits for rank 1 in step 2
-  ASSERT_FALSE(wait_exit(launcher, 0.1).has_value()) << read_file(dir + "/run.log");
-  const auto signalled = Clock::now();
-  kill(launcher, SIGTERM);
-  std::optional<int> code = wait_exit(launcher, 60);
-  const double took = std::chrono::duration<double>(Clock::now() - signalled).count();
-  if (!code) kill(launcher, SIGKILL);
-  const std::string log = read_file(dir + "/run.log");
-  ASSERT_TRUE(code.has_value()) << log;
-  EXPECT_EQ(*code, 0) << "a requested stop is a clean end: " << log;
-  EXPECT_LT(took, 15.0) << log;
-  EXPECT_NE(log.find("another rank left on the same signal"), std::string::npos) << log;
-  EXPECT_EQ(log.find("lost each other"), std::string::npos) << log;
-  EXPECT_EQ(read_jsonl(dir + "/out/logging.jsonl").size(), 1u) << log;
-  EXPECT_TRUE(fs::exists(dir + "/out/checkpoint-1/model.safetensors")) << log;
+  for (int stalled : {1, 0}) {
+    SCOPED_TRACE("the sampler of rank " + std::to_string(stalled) + " hangs");
+    const std::string dir = tiny_run_dir("dist_sigterm_stalled_sampler_" + std::to_string(stalled));
+    write_run(dir, "grpo", 500);
+    const std::string sampler = "--plugins " FIXTURE_SAMPLER " --sampler fixture_sampler --sampler_args "
+                                "'{\"stall_rank\": " + std::to_string(stalled) + "}' ";
+    const pid_t launcher = spawn_host("train --config " + dir + "/run.yaml --per_device_train_batch_size 2 "
+                                      "--ddp_timeout 120 " + sampler + "--output_dir " + dir + "/out",
+                                      {"NPROC_PER_NODE=2"}, dir + "/run.log");
+    ASSERT_TRUE(wait_for_lines(dir + "/out/logging.jsonl", 1, 120)) << read_file(dir + "/run.log");
+    std::this_thread::sleep_for(std::chrono::seconds(1));  // one rank now waits for the other in step 2
+    ASSERT_FALSE(wait_exit(launcher, 0.1).has_value()) << read_file(dir + "/run.log");
+    const auto signalled = Clock::now();
+    kill(launcher, SIGTERM);
+    std::optional<int> code = wait_exit(launcher, 60);
+    const double took = std::chrono::duration<double>(Clock::now() - signalled).count();
+    if (!code) kill(launcher, SIGKILL);
+    const std::string log = read_file(dir + "/run.log");
+    ASSERT_TRUE(code.has_value()) << log;
+    EXPECT_EQ(*code, 0) << "a requested stop is a clean end: " << log;
+    EXPECT_LT(took, 15.0) << log;
+    EXPECT_NE(log.find("another rank left on the same signal"), std::string::npos) << log;
+    EXPECT_EQ(log.find("lost each other"), std::string::npos) << log;
+    EXPECT_EQ(read_jsonl(dir + "/out/logging.jsonl").size(), 1u) << log;
+    EXPECT_TRUE(fs::exists(dir + "/out/checkpoint-1/model.safetensors")) << log;
+  }
 }
 
 TEST(TrainDistributed, AStalledRankMakesTheOthersExitWithinTheTimeoutNamingIt) {

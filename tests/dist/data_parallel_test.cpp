@@ -16,6 +16,7 @@
 #include "trainer/batch_exchange.h"
 #include "trainer/data_parallel.h"
 #include "trainer/micro_batches.h"
+#include "trainer/overlapped_all_reduce.h"
 
 using namespace grpo;
 using namespace grpo::trainer;
@@ -199,6 +200,96 @@ TEST(DataParallelWorld, TwoRanksSumGatherAverageGradientsAndAgreeOnStopping) {
     EXPECT_TRUE(std::isnan(m.at("nan")));
     EXPECT_DOUBLE_EQ(m.at("clip_ratio/low_min"), 0.25);
     EXPECT_DOUBLE_EQ(m.at("clip_ratio/high_max"), 0.5);
+  });
+}
+
+namespace {
+
+// A chain of four layers (8 floats each, a bucket each at 32 bytes) after a
+// parameter nothing uses; each rank feeds its own input.
+struct Chain {
+  std::vector<at::Tensor> params;
+  explicit Chain(int rank) {
+    params.push_back(at::zeros({8}).set_requires_grad(true));  // unused: no gradient
+    for (int i = 0; i < 4; ++i)
+      params.push_back(at::linspace(0.1, 0.8, 8).mul(i + 1).set_requires_grad(true));
+    input = at::linspace(-1, 1, 8).mul(rank + 1);
+  }
+  void backward() const {
+    at::Tensor h = input;
+    for (size_t i = 1; i < params.size(); ++i) h = at::tanh(h * params[i]);
+    h.sum().backward();
+  }
+  std::vector<at::Tensor> copies() const {
+    std::vector<at::Tensor> out;
+    for (const at::Tensor& p : params) out.push_back(p.detach().clone().set_requires_grad(true));
+    return out;
+  }
+  at::Tensor input;
+};
+
+// The gradients of `params`, as they are after `backwards` backward passes
+// of the chain averaged over the ranks the blocking way.
+std::vector<at::Tensor> averaged_blocking(dist::World& w, const Chain& chain, int backwards) {
+  Chain copy(w.rank());
+  copy.params = chain.copies();
+  for (int i = 0; i < backwards; ++i) copy.backward();
+  average_gradients(w, copy.params, 1, 32, "blocking");
+  std::vector<at::Tensor> out;
+  for (const at::Tensor& p : copy.params) out.push_back(p.grad().defined() ? p.grad() : at::zeros({8}));
+  return out;
+}
+
+void expect_gradients(const std::vector<at::Tensor>& params, const std::vector<at::Tensor>& want) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    ASSERT_TRUE(params[i].grad().defined()) << i;
+    EXPECT_TRUE(at::allclose(params[i].grad(), want[i], 1e-6, 1e-7)) << i << ": " << params[i].grad() << want[i];
+  }
+}
+
+}  // namespace
+
+// Each bucket's all-reduce starts from the backward pass as soon as its
+// gradient is final: the four layers' buckets start during backward, the
+// unused parameter's (the last to start) after it, as zeros. A first
+// backward before arming (gradient accumulation) starts nothing, and the
+// result is the blocking average of the accumulated gradients.
+TEST(DataParallelWorld, BucketsStartDuringTheLastBackwardAndAverageAsBlocking) {
+  two_ranks([](dist::World& w) {
+    Chain chain(w.rank());
+    const auto want = averaged_blocking(w, chain, 2);
+    OverlappedAllReduce reduce(w, chain.params, 32);
+    chain.backward();  // the step's first micro-batch
+    reduce.arm("the gradients of a test step");
+    chain.backward();  // its last
+    EXPECT_EQ(reduce.finish(w.rank() == 0 ? 2 : 3, "the gradients of a test step"), 5);
+    EXPECT_EQ(reduce.overlapped(), 4u);
+    expect_gradients(chain.params, want);
+
+    // The next step: armed again, the same hooks start the buckets again.
+    for (const at::Tensor& p : chain.params) p.mutable_grad().reset();
+    const auto want_once = averaged_blocking(w, chain, 1);
+    reduce.arm("the gradients of the next test step");
+    chain.backward();
+    reduce.finish(1, "the gradients of the next test step");
+    EXPECT_EQ(reduce.overlapped(), 4u);
+    expect_gradients(chain.params, want_once);
+  });
+}
+
+// A gradient that grows after its bucket started (two backward passes while
+// armed) makes the sums stale: they are reduced again after backward.
+TEST(DataParallelWorld, AGradientThatGrowsAfterItsBucketStartedIsReducedAgain) {
+  two_ranks([](dist::World& w) {
+    Chain chain(w.rank());
+    const auto want = averaged_blocking(w, chain, 2);
+    OverlappedAllReduce reduce(w, chain.params, 32);
+    reduce.arm("the gradients of a test step");
+    chain.backward();
+    chain.backward();
+    reduce.finish(1, "the gradients of a test step");
+    EXPECT_EQ(reduce.overlapped(), 0u);
+    expect_gradients(chain.params, want);
   });
 }
 
