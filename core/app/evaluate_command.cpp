@@ -4,6 +4,7 @@
 
 #include <grpo/multiturn.h>
 #include <grpo/reward.h>
+#include <grpo/sampler.h>
 
 #include "config/config.h"
 #include "model/engine.h"
@@ -24,12 +25,13 @@ namespace {
 
 // The engine as a generate call: requests in, one Sample per completion.
 std::vector<Sample> generate_with(model::Engine& engine, const model::SamplingParams& params,
-                                  const std::vector<plugins::SampleRequest>& requests) {
+                                  const std::vector<plugins::SampleRequest>& requests, uint64_t prefix_flags) {
   std::vector<model::GenerateRequest> reqs;
   for (const plugins::SampleRequest& r : requests)
     reqs.push_back({r.prompt_ids, r.n, r.seed, r.stop_ids, r.max_new_tokens > 0 ? r.max_new_tokens : -1});
   std::vector<Sample> out;
-  for (model::Completion& c : engine.generate(reqs, params)) {
+  const model::PrefixReuse reuse{(prefix_flags & GRPO_PREFIX_CONTINUES) != 0, (prefix_flags & GRPO_PREFIX_KEEP) != 0};
+  for (model::Completion& c : engine.generate(reqs, params, reuse)) {
     Sample x;
     x.prompt = requests[c.request].prompt;
     x.request = c.request;
@@ -90,8 +92,8 @@ int run_evaluate_command(const std::vector<std::string>& args) {
     r.prompt = rows[i];
     requests.push_back(std::move(r));
   }
-  const trainer::GenerateFn generate = [&](const std::vector<plugins::SampleRequest>& r) {
-    return generate_with(engine, params, r);
+  const trainer::GenerateFn generate = [&](const std::vector<plugins::SampleRequest>& r, uint64_t prefix_flags) {
+    return generate_with(engine, params, r, prefix_flags);
   };
   std::map<std::string, double> metrics;
   std::vector<Sample> samples;
@@ -100,7 +102,7 @@ int run_evaluate_command(const std::vector<std::string>& args) {
                                        {s.multi_turn.max_turns, s.sampling.max_new_tokens, s.multi_turn.total_scope});
     samples = runner.run(generate, requests, {}, metrics);
   } else {
-    samples = generate(requests);
+    samples = generate(requests, 0);
     for (Sample& x : samples) x.text = tokenizer.decode_sampled(x.ids, /*skip_special_tokens=*/true);
   }
   double length = 0;

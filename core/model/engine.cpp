@@ -16,13 +16,13 @@ Engine::Engine(CausalLM model, const tok::Tokenizer* tokenizer) : model_(std::mo
 namespace {
 
 // Prompts left-padded into one batch: ids and mask [P, Lmax].
-std::pair<at::Tensor, at::Tensor> left_padded(const std::vector<GenerateRequest>& requests, at::Device device) {
+std::pair<at::Tensor, at::Tensor> left_padded(const std::vector<std::vector<int32_t>>& prompts, at::Device device) {
   size_t max_len = 0;
-  for (const auto& r : requests) max_len = std::max(max_len, r.prompt_ids.size());
-  const auto P = static_cast<int64_t>(requests.size()), L = static_cast<int64_t>(max_len);
+  for (const auto& prompt : prompts) max_len = std::max(max_len, prompt.size());
+  const auto P = static_cast<int64_t>(prompts.size()), L = static_cast<int64_t>(max_len);
   at::Tensor ids = at::zeros({P, L}, at::kLong), mask = at::zeros({P, L}, at::kLong);
   for (int64_t p = 0; p < P; ++p) {
-    const auto& prompt = requests[static_cast<size_t>(p)].prompt_ids;
+    const auto& prompt = prompts[static_cast<size_t>(p)];
     const int64_t pad = L - static_cast<int64_t>(prompt.size());
     for (size_t t = 0; t < prompt.size(); ++t) ids[p][pad + static_cast<int64_t>(t)] = prompt[t];
     mask[p].narrow(0, pad, L - pad).fill_(1);
@@ -44,7 +44,21 @@ bool hits_stop_string(const tok::Tokenizer& tokenizer, const std::vector<int32_t
 
 }  // namespace
 
-std::vector<Completion> Engine::generate(const std::vector<GenerateRequest>& requests, const SamplingParams& params) {
+// A finished row's keys and values, for a next call that continues it: its
+// prompt and every sampled id but the last, which was never fed to the model.
+void Engine::keep_for_next_call(const KvCache& cache, int64_t row, const std::vector<int32_t>& prompt,
+                                const std::vector<int32_t>& sampled) {
+  PrefixStore::Entry e;
+  e.ids = prompt;
+  e.ids.insert(e.ids.end(), sampled.begin(), sampled.end() - 1);
+  e.kv = cache.real_row(row);
+  if (!e.kv.empty() && e.kv.front().first.size(1) == static_cast<int64_t>(e.ids.size())) kept_.add(std::move(e));
+}
+
+std::vector<Completion> Engine::generate(const std::vector<GenerateRequest>& requests, const SamplingParams& params,
+                                         PrefixReuse reuse) {
+  if (!reuse.continues) kept_.clear();  // weights may have changed since
+  prefilled_ids_ = reused_ids_ = 0;
   if (params.temperature <= 0) throw std::invalid_argument("temperature must be > 0 (use top_k = 1 for greedy)");
   if (!params.stop_strings.empty() && !tokenizer_)
     throw std::invalid_argument("stop strings need the engine's tokenizer");
@@ -61,7 +75,10 @@ std::vector<Completion> Engine::generate(const std::vector<GenerateRequest>& req
   };
   int64_t max_steps = 0;
   for (const auto& c : out) max_steps = std::max(max_steps, budget(c));
-  if (out.empty() || max_steps <= 0) return out;
+  if (out.empty() || max_steps <= 0) {
+    kept_.clear();
+    return out;
+  }
 
   torch::NoGradGuard no_grad;
   const at::Device device = model_->model->embed_tokens->weight.device();
@@ -69,9 +86,23 @@ std::vector<Completion> Engine::generate(const std::vector<GenerateRequest>& req
   size_t stop_window = 1;
   for (const auto& s : params.stop_strings) stop_window = std::max(stop_window, s.size() + 1);
 
-  // Prefill each distinct prompt once, then give each copy the prompt's cache.
-  auto [prompt_ids, prompt_mask] = left_padded(requests, device);
-  KvCache cache = model_->new_cache();
+  // Prefill each distinct prompt once, then give each copy the prompt's
+  // cache. A prompt that extends a kept completion (a conversation's next
+  // turn) starts from that completion's keys and values: only the ids after
+  // it are prefilled, behind a gap of padding where prompts differ in length.
+  std::vector<const std::vector<std::pair<at::Tensor, at::Tensor>>*> reused(requests.size(), nullptr);
+  std::vector<std::vector<int32_t>> rest;
+  for (size_t p = 0; p < requests.size(); ++p) {
+    const PrefixStore::Entry* e = kept_.longest_prefix_of(requests[p].prompt_ids);
+    const size_t from = e ? e->ids.size() : 0;
+    if (e) reused[p] = &e->kv;
+    rest.emplace_back(requests[p].prompt_ids.begin() + static_cast<std::ptrdiff_t>(from), requests[p].prompt_ids.end());
+    reused_ids_ += static_cast<int64_t>(from);
+    prefilled_ids_ += static_cast<int64_t>(rest.back().size());
+  }
+  KvCache cache = KvCache::of_rows(reused);
+  kept_.clear();  // copied into the cache; this call's completions replace them
+  auto [prompt_ids, prompt_mask] = left_padded(rest, device);
   at::Tensor hidden = model_->hidden_states(prompt_ids, prompt_mask, {}, &cache);  // [P, L, H]
   at::Tensor last = model_->logits(hidden.select(1, hidden.size(1) - 1));         // [P, V]
   std::vector<int64_t> copy_of;
@@ -120,6 +151,8 @@ std::vector<Completion> Engine::generate(const std::vector<GenerateRequest>& req
         stopped = hits_stop_string(*tokenizer_, c.ids, params.stop_strings, stop_window);
       if (stopped) c.finish = FinishReason::Stop;
       else if (static_cast<int64_t>(c.ids.size()) < budget(c)) keep.push_back(static_cast<int64_t>(b));
+      else stopped = true;
+      if (stopped && reuse.keep) keep_for_next_call(cache, static_cast<int64_t>(b), requests[c.request].prompt_ids, c.ids);
     }
     if (keep.empty()) break;
     at::Tensor next = s.tokens;

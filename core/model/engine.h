@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "model/prefix_store.h"
 #include "model/sampling.h"
 #include "model/transformer.h"
 
@@ -38,19 +39,38 @@ struct Completion {
   std::vector<std::vector<float>> top_logprobs;
 };
 
+// What one call hands on to the next: multi-turn rollouts call the engine
+// once per turn, and turn t + 1's prompt is turn t's prompt, its completion
+// and what the conversation appended.
+struct PrefixReuse {
+  bool continues = false;  // the prompts may extend the previous call's completions, under the same weights
+  bool keep = false;       // the next call may extend this call's completions: keep their keys and values
+};
+
 class Engine {
  public:
   // `tokenizer` is needed only for stop strings; it must outlive the engine.
   explicit Engine(CausalLM model, const tok::Tokenizer* tokenizer = nullptr);
 
-  // Completions in request order, copies in index order.
-  std::vector<Completion> generate(const std::vector<GenerateRequest>& requests, const SamplingParams& params);
+  // Completions in request order, copies in index order. Without
+  // reuse.continues nothing of an earlier call is used.
+  std::vector<Completion> generate(const std::vector<GenerateRequest>& requests, const SamplingParams& params,
+                                   PrefixReuse reuse = {});
 
   CausalLM& model() { return model_; }
 
+  // The last call's distinct prompts: ids prefilled, and ids whose keys and
+  // values came from the previous call's completions instead.
+  int64_t prefilled_ids() const { return prefilled_ids_; }
+  int64_t reused_ids() const { return reused_ids_; }
+
  private:
+  void keep_for_next_call(const KvCache& cache, int64_t row, const std::vector<int32_t>& prompt,
+                          const std::vector<int32_t>& sampled);
   CausalLM model_;
   const tok::Tokenizer* tokenizer_;
+  PrefixStore kept_{int64_t{2} << 30};  // at most 2 GiB of keys and values
+  int64_t prefilled_ids_ = 0, reused_ids_ = 0;
 };
 
 }  // namespace grpo::model

@@ -1,5 +1,7 @@
 #include "model/kv_cache.h"
 
+#include <algorithm>
+
 namespace grpo::model {
 
 std::pair<at::Tensor, at::Tensor> KvCache::append(size_t layer, const at::Tensor& k, const at::Tensor& v) {
@@ -31,6 +33,46 @@ void KvCache::select_rows(const at::Tensor& index) {
     l.v = l.v.index_select(0, index);
   }
   if (key_mask.defined()) key_mask = key_mask.index_select(0, index);
+}
+
+std::vector<std::pair<at::Tensor, at::Tensor>> KvCache::real_row(int64_t b) const {
+  const at::Tensor real = key_mask[b].nonzero().squeeze(1);
+  std::vector<std::pair<at::Tensor, at::Tensor>> out;
+  for (const Layer& l : layers_) {
+    at::Tensor k = l.k[b].narrow(1, 0, l.used), v = l.v[b].narrow(1, 0, l.used);
+    out.emplace_back(k.index_select(1, real), v.index_select(1, real));
+  }
+  return out;
+}
+
+KvCache KvCache::of_rows(const std::vector<const std::vector<std::pair<at::Tensor, at::Tensor>>*>& rows) {
+  KvCache cache;
+  const std::vector<std::pair<at::Tensor, at::Tensor>>* any = nullptr;
+  int64_t longest = 0;
+  for (const auto* r : rows)
+    if (r && !r->empty()) any = r, longest = std::max(longest, r->front().first.size(1));
+  if (!any || longest == 0) return cache;
+  const auto B = static_cast<int64_t>(rows.size());
+  cache.layers_.resize(any->size());
+  for (size_t l = 0; l < any->size(); ++l) {
+    const at::Tensor& k0 = (*any)[l].first;
+    // Room for the suffix and some decoding before the first regrowth.
+    at::Tensor k = at::zeros({B, k0.size(0), longest + 64, k0.size(2)}, k0.options()), v = at::zeros_like(k);
+    for (int64_t p = 0; p < B; ++p) {
+      const auto* r = rows[static_cast<size_t>(p)];
+      if (!r || r->empty()) continue;
+      const int64_t n = (*r)[l].first.size(1);
+      k[p].narrow(1, longest - n, n).copy_((*r)[l].first);
+      v[p].narrow(1, longest - n, n).copy_((*r)[l].second);
+    }
+    cache.layers_[l] = Layer{k, v, longest};
+  }
+  cache.key_mask = at::zeros({B, longest}, at::TensorOptions().dtype(at::kLong).device(any->front().first.device()));
+  for (int64_t p = 0; p < B; ++p) {
+    const auto* r = rows[static_cast<size_t>(p)];
+    if (r && !r->empty()) cache.key_mask[p].narrow(0, longest - r->front().first.size(1), r->front().first.size(1)).fill_(1);
+  }
+  return cache;
 }
 
 }  // namespace grpo::model

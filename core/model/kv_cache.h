@@ -22,6 +22,14 @@ class KvCache {
 
   int64_t length() const { return key_mask.defined() ? key_mask.size(1) : 0; }
 
+  // Per layer, the keys and values of row `b`'s real tokens (padding left
+  // out): [H_kv, n, D] copies.
+  std::vector<std::pair<at::Tensor, at::Tensor>> real_row(int64_t b) const;
+
+  // A batch cache whose row p holds rows[p] (per layer [H_kv, n_p, D]; null:
+  // none), right-aligned behind left padding, as a prefill would have left it.
+  static KvCache of_rows(const std::vector<const std::vector<std::pair<at::Tensor, at::Tensor>>*>& rows);
+
   at::Tensor key_mask;  // [B, S] 1 = real token, 0 = padding; kept by the model
 
  private:

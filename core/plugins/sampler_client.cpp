@@ -1,5 +1,6 @@
 #include "plugins/sampler_client.h"
 
+#include <cstddef>
 #include <cstring>
 #include <mutex>
 
@@ -9,6 +10,10 @@
 #include "plugins/plugin_error.h"
 
 namespace grpo::plugins {
+
+// 1.0 hosts wrote sizeof(grpo_sampling_params), 80, as its struct_size: a
+// field appended below that offset would look present to a newer plugin.
+static_assert(offsetof(grpo_sampling_params, prefix_flags) == 80, "prefix_flags must start past 1.0's tail padding");
 
 namespace {
 
@@ -89,8 +94,8 @@ SamplerClient::~SamplerClient() {
 
 bool SamplerClient::in_process() const { return (api_.flags & GRPO_SAMPLER_IN_PROCESS) != 0; }
 
-std::vector<Sample> SamplerClient::generate(const std::vector<SampleRequest>& requests,
-                                                       const SampleOptions& options) {
+std::vector<Sample> SamplerClient::generate(const std::vector<SampleRequest>& requests, const SampleOptions& options,
+                                            uint64_t prefix_flags) {
   std::vector<grpo_generate_request> reqs(requests.size());
   SinkState st;
   st.requests = &requests;
@@ -110,7 +115,7 @@ std::vector<Sample> SamplerClient::generate(const std::vector<SampleRequest>& re
   for (const auto& s : options.stop_strings) stops.push_back(as_str(s));
   grpo_sampling_params params{GRPO_SAMPLING_PARAMS_STRUCT_SIZE, options.temperature, options.top_p, options.top_k,
                               options.min_p, options.repetition_penalty, options.max_new_tokens, stops.data(),
-                              stops.size(), options.return_logprobs ? 1 : 0};
+                              stops.size(), options.return_logprobs ? 1 : 0, prefix_flags};
   grpo_error err{};
   grpo_status status;
   {

@@ -48,7 +48,9 @@ class SamplerClient {
   // Samples in request order, copies in index order, each pointing at its
   // request's prompt. Throws PluginError naming the plugin when it fails,
   // leaves a completion out or reports an unknown finish reason.
-  std::vector<Sample> generate(const std::vector<SampleRequest>& requests, const SampleOptions& options);
+  // `prefix_flags`: GRPO_PREFIX_CONTINUES / GRPO_PREFIX_KEEP (grpo/sampler.h), set by multi-turn rollouts.
+  std::vector<Sample> generate(const std::vector<SampleRequest>& requests, const SampleOptions& options,
+                               uint64_t prefix_flags = 0);
 
   // New weights by Hugging Face parameter name; `flags` as in grpo/sampler.h.
   void load_weights(const std::vector<grpo_named_tensor>& tensors, uint32_t flags);

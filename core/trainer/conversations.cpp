@@ -101,7 +101,12 @@ std::vector<Sample> ConversationRunner::run(const GenerateFn& generate,
       c.state = handler_.begin(c.id, *c.out.prompt, static_cast<int64_t>(c.out.request), c.out.index, state,
                                &c.begin_failed);
   });
-  std::vector<Sample> turns = generate(requests);
+  // The sampler may keep what it computed for a call's completions while
+  // another turn can follow, and reuse it in that turn (prefix_flags).
+  auto can_follow = [&](uint32_t turns_done) {
+    return !limits_.max_turns || static_cast<int64_t>(turns_done) < *limits_.max_turns;
+  };
+  std::vector<Sample> turns = generate(requests, can_follow(1) ? GRPO_PREFIX_KEEP : 0u);
   std::vector<size_t> waiting(live.size());  // the conversation of each sample in `turns`
   for (size_t k = 0; k < waiting.size(); ++k) waiting[k] = k;
   while (!waiting.empty()) {
@@ -116,7 +121,9 @@ std::vector<Sample> ConversationRunner::run(const GenerateFn& generate,
       still.push_back(waiting[k]);
     }
     waiting = std::move(still);
-    if (!next.empty()) turns = generate(next);
+    bool more = false;
+    for (size_t k : waiting) more = more || can_follow(live[k].turns + 1);
+    if (!next.empty()) turns = generate(next, GRPO_PREFIX_CONTINUES | (more ? GRPO_PREFIX_KEEP : 0u));
   }
 
   for_each_index(live.size(), threads, [&](size_t k) { finish(live[k], state); });

@@ -28,8 +28,9 @@ struct ConversationLimits {
 };
 
 // One batched generate call: completions in request order, copies in index
-// order (SamplerClient::generate, or an engine in-process).
-using GenerateFn = std::function<std::vector<Sample>(const std::vector<plugins::SampleRequest>&)>;
+// order (SamplerClient::generate, or an engine in-process), with the call's
+// prefix_flags (GRPO_PREFIX_CONTINUES / GRPO_PREFIX_KEEP).
+using GenerateFn = std::function<std::vector<Sample>(const std::vector<plugins::SampleRequest>&, uint64_t)>;
 
 class ConversationRunner {
  public:
@@ -47,8 +48,9 @@ class ConversationRunner {
   std::vector<Sample> run(plugins::SamplerClient& sampler, const std::vector<plugins::SampleRequest>& requests,
                           const plugins::SampleOptions& options, const plugins::TrainerState& state,
                           std::map<std::string, double>& metrics, const std::string& prefix = "") {
-    return run([&](const std::vector<plugins::SampleRequest>& r) { return sampler.generate(r, options); }, requests,
-               state, metrics, prefix);
+    return run([&](const std::vector<plugins::SampleRequest>& r,
+                   uint64_t prefix_flags) { return sampler.generate(r, options, prefix_flags); },
+               requests, state, metrics, prefix);
   }
 
  private:

@@ -257,6 +257,10 @@ TEST(TrainExternal, AGreedyMultiTurnRunIsTheSameWithEitherSampler) {
     continued += want[i]["turns"].get<int>() > 1;
   }
   EXPECT_GT(continued, 0u) << "no conversation had a second turn: the test would compare single turns only";
+  // The native engine started each second turn from the first turn's keys
+  // and values (the rollout server computed them again): the same conversations.
+  for (const auto& step : read_jsonl(dir + "/native/logging.jsonl"))
+    EXPECT_GT(step.value("native/prefix_reused_frac", 0.0), 0.1) << step.dump();
 }
 
 // A scheduler's SIGTERM while the rollout server has stopped answering: the

@@ -123,3 +123,66 @@ TEST(Engine, TopLogprobsListTheMostLikelyTokensFirst) {
   // Off by default: nothing extra is collected.
   EXPECT_TRUE(engine().generate({{kPrompt, 1, 11, {}}}, params(3))[0].top_ids.empty());
 }
+
+namespace {
+
+// Turn t + 1 of each completion: its prompt, its ids and some appended ids
+// (a tool's answer), as a multi-turn rollout continues it.
+std::vector<GenerateRequest> next_turns(const std::vector<GenerateRequest>& turn, const std::vector<Completion>& out,
+                                        uint64_t seed) {
+  std::vector<GenerateRequest> next;
+  for (const Completion& c : out) {
+    GenerateRequest r{turn[c.request].prompt_ids, 1, seed + next.size(), {}};
+    r.prompt_ids.insert(r.prompt_ids.end(), c.ids.begin(), c.ids.end());
+    for (int32_t id : {5, 6, static_cast<int32_t>(7 + next.size())}) r.prompt_ids.push_back(id);
+    next.push_back(std::move(r));
+  }
+  return next;
+}
+
+void expect_same(const std::vector<Completion>& a, const std::vector<Completion>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].ids, b[i].ids) << i;
+    ASSERT_EQ(a[i].logprobs.size(), b[i].logprobs.size()) << i;
+    for (size_t t = 0; t < a[i].logprobs.size(); ++t) EXPECT_NEAR(a[i].logprobs[t], b[i].logprobs[t], 1e-4) << i << " " << t;
+  }
+}
+
+}  // namespace
+
+// The next turn of a conversation starts from the kept keys and values of
+// the previous call's completion: only its new ids are prefilled, and it
+// samples what a prefill of the whole prompt samples. Prompts of different
+// lengths, one without a kept prefix, and a third turn from the second.
+TEST(Engine, ANextTurnReusesTheKeptCompletionAndSamplesAsAFullPrefill) {
+  Engine reusing(load_model(kDir)), fresh(load_model(kDir));
+  std::vector<GenerateRequest> turn1 = {{kPrompt, 2, 11, {}, 5}, {{1, 2, 3, 4}, 1, 12, {}, 9}};
+  const auto p = params(8, 1.0);
+  auto out1 = reusing.generate(turn1, p, {false, true});
+  expect_same(out1, fresh.generate(turn1, p));
+  EXPECT_EQ(reusing.reused_ids(), 0);
+  EXPECT_EQ(reusing.prefilled_ids(), static_cast<int64_t>(kPrompt.size() + 4));
+
+  std::vector<GenerateRequest> turn2 = next_turns(turn1, out1, 100);
+  turn2.push_back({{9, 8, 7, 6, 5}, 1, 200, {}});  // a prompt no completion starts
+  auto out2 = reusing.generate(turn2, p, {true, true});
+  int64_t kept = 0, total = 0;
+  for (const Completion& c : out1) kept += static_cast<int64_t>(turn1[c.request].prompt_ids.size() + c.ids.size() - 1);
+  for (const auto& r : turn2) total += static_cast<int64_t>(r.prompt_ids.size());
+  EXPECT_EQ(reusing.reused_ids(), kept);
+  EXPECT_EQ(reusing.prefilled_ids(), total - kept);
+  expect_same(out2, fresh.generate(turn2, p));
+
+  const std::vector<GenerateRequest> turn3 = next_turns(turn2, out2, 300);
+  auto out3 = reusing.generate(turn3, p, {true, false});
+  EXPECT_GT(reusing.reused_ids(), kept);
+  expect_same(out3, fresh.generate(turn3, p));
+
+  // Nothing was kept by the last call, and a call that does not continue uses nothing.
+  reusing.generate(next_turns(turn3, out3, 400), p, {true, false});
+  EXPECT_EQ(reusing.reused_ids(), 0);
+  reusing.generate(turn1, p, {false, true});
+  reusing.generate(turn2, p, {false, false});
+  EXPECT_EQ(reusing.reused_ids(), 0);
+}

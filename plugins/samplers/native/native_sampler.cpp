@@ -1,7 +1,10 @@
 // The native sampler: the generation engine in the trainer's process, behind
 // the sampler ABI. Weights handed over as views (GRPO_WEIGHTS_VIEW) are used
 // in place — the engine's parameters alias the trainer's, so an optimizer
-// step is visible to the next generate() without any copy.
+// step is visible to the next generate() without any copy. In multi-turn
+// rollouts the engine keeps a turn's keys and values for the next turn
+// (grpo_sampling_params.prefix_flags).
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -74,7 +77,17 @@ grpo_status generate(grpo_sampler_instance* self, const grpo_generate_request* r
       reqs.push_back(std::move(g));
       ids.push_back(r->request_id);
     }
-    for (const grpo::model::Completion& c : s->engine->generate(reqs, sp)) {
+    grpo::model::PrefixReuse reuse;
+    if (GRPO_HAS_FIELD(params, grpo_sampling_params, prefix_flags)) {
+      reuse.continues = (params->prefix_flags & GRPO_PREFIX_CONTINUES) != 0;
+      reuse.keep = (params->prefix_flags & GRPO_PREFIX_KEEP) != 0;
+    }
+    const std::vector<grpo::model::Completion> completions = s->engine->generate(reqs, sp, reuse);
+    if (reuse.continues) {  // the share of this turn's prompt ids that were not computed again
+      const auto reused = static_cast<double>(s->engine->reused_ids());
+      s->host.metric("native/prefix_reused_frac", reused / std::max(1.0, reused + s->engine->prefilled_ids()));
+    }
+    for (const grpo::model::Completion& c : completions) {
       std::string text = s->tokenizer->decode_sampled(c.ids, /*skip_special_tokens=*/true);
       grpo_completion out{};
       out.struct_size = GRPO_COMPLETION_STRUCT_SIZE;

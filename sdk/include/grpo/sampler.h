@@ -27,8 +27,19 @@ typedef struct grpo_sampling_params {
   const grpo_str* stop_strings; /* n_stop_strings entries; generation ends after a match */
   size_t n_stop_strings;
   int32_t return_logprobs;   /* 1: fill grpo_completion.logprobs */
+  /* Since 1.3 — check with GRPO_HAS_FIELD. Multi-turn rollouts call generate()
+   * once per turn; turn t + 1's prompt is turn t's prompt, its completion and
+   * what the conversation appended. GRPO_PREFIX_CONTINUES: these prompts may
+   * extend completions of the previous call, sampled under the same weights,
+   * so what the sampler computed for them may be reused. GRPO_PREFIX_KEEP:
+   * the next call may extend this call's completions. 0: nothing carries
+   * over (weights may have changed). 64 bits wide so that it starts at
+   * offset 80, past the tail padding that 1.0 writers counted in struct_size. */
+  uint64_t prefix_flags;
 } grpo_sampling_params;
-#define GRPO_SAMPLING_PARAMS_STRUCT_SIZE GRPO_STRUCT_SIZE(grpo_sampling_params, return_logprobs)
+#define GRPO_SAMPLING_PARAMS_STRUCT_SIZE GRPO_STRUCT_SIZE(grpo_sampling_params, prefix_flags)
+#define GRPO_PREFIX_CONTINUES 1u
+#define GRPO_PREFIX_KEEP 2u
 
 /* One prompt, sampled n times. Borrowed for the generate() call. */
 typedef struct grpo_generate_request {

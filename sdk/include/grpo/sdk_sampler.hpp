@@ -44,6 +44,8 @@ class SamplingParams {
     return out;
   }
   bool return_logprobs() const { return p_->return_logprobs != 0; }
+  // Multi-turn: GRPO_PREFIX_CONTINUES / GRPO_PREFIX_KEEP (0 from a host before 1.3).
+  uint64_t prefix_flags() const { return GRPO_HAS_FIELD(p_, grpo_sampling_params, prefix_flags) ? p_->prefix_flags : 0; }
   const grpo_sampling_params* raw() const { return p_; }
 
  private:

@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #define GRPO_SDK_VERSION_MAJOR 1
-#define GRPO_SDK_VERSION_MINOR 2
+#define GRPO_SDK_VERSION_MINOR 3
 #define GRPO_SDK_VERSION_PATCH 0
 
 #ifdef __cplusplus
