@@ -234,22 +234,21 @@ struct HandRolledTrainer {
   }
 };
 
-}  // namespace
-
-// A broadcast shorter than announced (half the bytes: float32 announced,
-// bfloat16 sent) is an error at the next call; the old weights stay, and
-// the group still works for a correct update.
-TEST(RolloutWeights, AShorterBroadcastThanAnnouncedIsAnErrorAndTheWeightsStay) {
+// model.norm.weight is announced as float32 [64] (256 bytes) and broadcast
+// as `dtype`: the next call is an error saying "`wrong` bytes than the 256
+// announced", the old weights stay, and the group still works for a correct
+// update.
+void expect_refused_and_the_weights_kept(at::ScalarType dtype, const std::string& wrong) {
   RolloutProcess server(grpo::testing::tiny_model_dir(), {"--comm_timeout_s", "10"});
   ASSERT_NE(server.port(), 0);
   const auto before = server_greedy(server);
   HandRolledTrainer trainer(server);
   const at::Tensor norm = at::linspace(-30, 30, 64);  // changes the greedy output once loaded
-  auto reply = trainer.push_norm(server, norm.to(at::kBFloat16));
+  auto reply = trainer.push_norm(server, norm.to(dtype));
   EXPECT_EQ(reply.status, 500) << reply.raw;
   const std::string error = reply.body.value("error", "");
   EXPECT_NE(error.find("model.norm.weight"), std::string::npos) << error;
-  EXPECT_NE(error.find("fewer bytes than the 256 announced"), std::string::npos) << error;
+  EXPECT_NE(error.find(wrong + " bytes than the 256 announced"), std::string::npos) << error;
   EXPECT_EQ(server_greedy(server), before);
   EXPECT_EQ(server.get("/health/").body["tensors_received"], 0);
 
@@ -260,27 +259,16 @@ TEST(RolloutWeights, AShorterBroadcastThanAnnouncedIsAnErrorAndTheWeightsStay) {
   EXPECT_EQ(server.terminate(), 0) << server.log();
 }
 
-// A longer one (float64 sent where float32 was announced) is refused the
-// same way: the old weights stay and the group still works.
-TEST(RolloutWeights, ALongerBroadcastThanAnnouncedIsAnErrorAndTheWeightsStay) {
-  RolloutProcess server(grpo::testing::tiny_model_dir(), {"--comm_timeout_s", "10"});
-  ASSERT_NE(server.port(), 0);
-  const auto before = server_greedy(server);
-  HandRolledTrainer trainer(server);
-  const at::Tensor norm = at::linspace(-30, 30, 64);
-  auto reply = trainer.push_norm(server, norm.to(at::kDouble));
-  EXPECT_EQ(reply.status, 500) << reply.raw;
-  const std::string error = reply.body.value("error", "");
-  EXPECT_NE(error.find("model.norm.weight"), std::string::npos) << error;
-  EXPECT_NE(error.find("more bytes than the 256 announced"), std::string::npos) << error;
-  EXPECT_EQ(server_greedy(server), before);
-  EXPECT_EQ(server.get("/health/").body["tensors_received"], 0);
+}  // namespace
 
-  reply = trainer.push_norm(server, norm.clone());
-  EXPECT_EQ(reply.status, 200) << reply.raw;
-  EXPECT_EQ(server.get("/health/").body["tensors_received"], 1);
-  EXPECT_NE(server_greedy(server), before);
-  EXPECT_EQ(server.terminate(), 0) << server.log();
+// Half the bytes: bfloat16 sent where float32 was announced.
+TEST(RolloutWeights, AShorterBroadcastThanAnnouncedIsAnErrorAndTheWeightsStay) {
+  expect_refused_and_the_weights_kept(at::kBFloat16, "fewer");
+}
+
+// Twice the bytes: float64 sent where float32 was announced.
+TEST(RolloutWeights, ALongerBroadcastThanAnnouncedIsAnErrorAndTheWeightsStay) {
+  expect_refused_and_the_weights_kept(at::kDouble, "more");
 }
 
 // Past the receiving buffer's headroom (8 times the announced bytes and a
