@@ -3,11 +3,24 @@
 # (no GPU, no network): init-model -> sft warm start on additions demonstrated
 # by an unreliable teacher -> GRPO with the accuracy and format reward plugins ->
 # a before/after table on held-out prompts (configs/quickstart/make_data.py).
+#
+# --tools: the tool-use demo instead: init-model with a tokenizer trained on the
+# demo's text -> sft on products, a third of them answered with the calculator
+# tool -> multi-turn GRPO with the calculator -> held-out accuracy and tool calls
+# before and after (configs/tools/make_data.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+MODE=${1:-}
+if [[ -n "$MODE" && "$MODE" != --tools ]]; then
+  echo "usage: scripts/quickstart.sh [--tools]" >&2
+  exit 2
+fi
 bash scripts/setup.sh
 TARGETS=grpo_runtime bash scripts/build.sh  # the trainer and its plugins; tests and benchmarks are not needed here
 HOST=./build/bin/grpo-host
+if [[ "$MODE" == --tools ]]; then
+  exec bash scripts/quickstart_tools.sh
+fi
 OUT=output/quickstart
 rm -rf "$OUT"
 start=$(date +%s)

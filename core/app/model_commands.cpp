@@ -9,6 +9,7 @@
 #include <torch/types.h>
 
 #include "config/config.h"
+#include "data/dataset.h"
 #include "model/dtype.h"
 #include "model/engine.h"
 #include "model/presets.h"
@@ -44,17 +45,57 @@ void copy_tokenizer(const std::string& source, const fs::path& out) {
     if (fs::exists(dir / extra)) fs::copy_file(dir / extra, out / extra, fs::copy_options::overwrite_existing);
 }
 
+// Every string of a row (message contents, roles, problem, solution...): the
+// text the tokenizer will meet.
+void collect_strings(const nlohmann::json& value, std::vector<std::string>* out) {
+  if (value.is_string()) out->push_back(value.get<std::string>());
+  else if (value.is_structured())
+    for (const auto& item : value) collect_strings(item, out);
+}
+
+// --train_tokenizer DATASET [...] --vocab_size N: merges learned from the
+// datasets' strings, up to N tokens in all.
+std::vector<tok::Merge> learn_merges(const config::ParseResult& parsed) {
+  const auto files = parsed.extras.find("train_tokenizer");
+  const std::string size_text = one(parsed, "vocab_size");
+  if (files == parsed.extras.end()) {
+    if (!size_text.empty()) throw config::ConfigError("--vocab_size sizes a trained tokenizer: give --train_tokenizer DATASET too");
+    return {};
+  }
+  if (files->second.empty()) throw config::ConfigError("--train_tokenizer needs a dataset (e.g. rows.jsonl)");
+  size_t vocab_size = 512;
+  if (!size_text.empty()) {
+    size_t used = 0;
+    long long n = -1;
+    try {
+      n = std::stoll(size_text, &used);
+    } catch (const std::exception&) {
+    }
+    if (used != size_text.size() || n <= tok::kByteTokenizerVocabSize)
+      throw config::ConfigError(fmt::format("--vocab_size '{}': expected a whole number above {} (the bytes and the "
+                                            "chat tokens)", size_text, tok::kByteTokenizerVocabSize));
+    vocab_size = static_cast<size_t>(n);
+  }
+  std::vector<std::string> texts;
+  for (const std::string& spec : files->second)
+    for (const data::Row& row : data::load_rows(spec)) collect_strings(row.columns, &texts);
+  return tok::train_bpe_merges(texts, tok::byte_level_pre_tokenizer(), vocab_size - tok::kByteTokenizerVocabSize);
+}
+
 }  // namespace
 
 int run_init_model_command(const std::vector<std::string>& args) {
   config::ParseResult parsed =
-      config::parse(args, config::ParseOptions{{"arch", "preset", "out", "tokenizer"}, 0, false});
+      config::parse(args, config::ParseOptions{{"arch", "preset", "out", "tokenizer", "train_tokenizer", "vocab_size"}, 0, false});
   const std::string out = one(parsed, "out");
   if (out.empty()) throw config::ConfigError("init-model needs --out DIR (where the new model is written)");
   const fs::path dir(out);
   fs::create_directories(dir);
   const std::string tokenizer_source = one(parsed, "tokenizer");
-  if (tokenizer_source.empty()) tok::write_byte_level_tokenizer(dir.string());
+  std::vector<tok::Merge> merges = learn_merges(parsed);
+  if (!tokenizer_source.empty() && !merges.empty())
+    throw config::ConfigError("--tokenizer copies a tokenizer and --train_tokenizer makes one: give one of them");
+  if (tokenizer_source.empty()) tok::write_byte_level_tokenizer(dir.string(), merges);
   else copy_tokenizer(tokenizer_source, dir);
   tok::Tokenizer tokenizer = tok::Tokenizer::from_dir(dir.string());
 

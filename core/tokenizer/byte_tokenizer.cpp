@@ -31,9 +31,18 @@ void write_json(const std::filesystem::path& path, const nlohmann::json& j) {
   out << j.dump(2) << "\n";
 }
 
+nlohmann::json pre_tokenizer_json() {
+  return {{"type", "Sequence"},
+          {"pretokenizers",
+           {{{"type", "Split"}, {"pattern", {{"Regex", kSplitRegex}}}, {"behavior", "Isolated"}, {"invert", false}},
+            {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}}}}};
+}
+
 }  // namespace
 
-void write_byte_level_tokenizer(const std::string& dir) {
+PreTokenizer byte_level_pre_tokenizer() { return PreTokenizer::from_json(pre_tokenizer_json(), "the byte-level tokenizer"); }
+
+void write_byte_level_tokenizer(const std::string& dir, const std::vector<Merge>& merges) {
   std::filesystem::create_directories(dir);
   const ByteLevel& bl = ByteLevel::instance();
   nlohmann::json vocab = nlohmann::json::object();
@@ -42,23 +51,26 @@ void write_byte_level_tokenizer(const std::string& dir) {
   for (int i = 0; i < 3; ++i)
     added.push_back({{"id", 256 + i}, {"content", kSpecial[i]}, {"single_word", false}, {"lstrip", false},
                      {"rstrip", false}, {"normalized", false}, {"special", true}});
+  nlohmann::json merge_list = nlohmann::json::array();
+  int next_id = kByteTokenizerVocabSize;
+  for (const Merge& merge : merges) {
+    merge_list.push_back({merge.first, merge.second});
+    const std::string token = merge.first + merge.second;
+    if (!vocab.contains(token)) vocab[token] = next_id++;  // two merges can spell the same token
+  }
   nlohmann::json tokenizer = {
       {"version", "1.0"},
       {"truncation", nullptr},
       {"padding", nullptr},
       {"added_tokens", added},
       {"normalizer", {{"type", "NFC"}}},
-      {"pre_tokenizer",
-       {{"type", "Sequence"},
-        {"pretokenizers",
-         {{{"type", "Split"}, {"pattern", {{"Regex", kSplitRegex}}}, {"behavior", "Isolated"}, {"invert", false}},
-          {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}}}}}},
+      {"pre_tokenizer", pre_tokenizer_json()},
       {"post_processor", nullptr},
       {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}}},
       {"model",
        {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr}, {"continuing_subword_prefix", ""},
         {"end_of_word_suffix", ""}, {"fuse_unk", false}, {"byte_fallback", false}, {"ignore_merges", false},
-        {"vocab", vocab}, {"merges", nlohmann::json::array()}}}};
+        {"vocab", vocab}, {"merges", merge_list}}}};
   write_json(std::filesystem::path(dir) / "tokenizer.json", tokenizer);
 
   nlohmann::json config = {{"add_bos_token", false},       {"bos_token", nullptr},

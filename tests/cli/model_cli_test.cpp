@@ -1,4 +1,6 @@
 // `grpo-host init-model` and `grpo-host generate` as a user runs them.
+#include <fstream>
+
 #include <gtest/gtest.h>
 
 #include "cli/cli_util.h"
@@ -39,6 +41,39 @@ TEST(InitModelCommand, EveryArchitectureAndAForeignTokenizer) {
     r = run_host("generate --model " + dir + " --prompt 'Hello' --max_completion_length 3 --template qwen3");
     EXPECT_EQ(r.exit_code, 0) << r.output;
   }
+}
+
+TEST(InitModelCommand, TrainsItsTokenizerOnADataset) {
+  const std::string base = temp_dir("init_trained_tokenizer");
+  {
+    std::ofstream rows(base + "/rows.jsonl");
+    for (int i = 0; i < 30; ++i)
+      rows << R"({"messages": [{"role": "user", "content": "What is the expression?"}, )"
+           << R"({"role": "assistant", "content": "The expression is )" << i << R"(."}]})" << "\n";
+  }
+  CommandResult r = run_host("init-model --preset tiny --out " + base + "/m --train_tokenizer " + base +
+                             "/rows.jsonl --vocab_size 270");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("vocab 270"), std::string::npos) << r.output;  // 259 + 11 merges, the cap
+  r = run_host("init-model --preset tiny --out " + base + "/big --train_tokenizer " + base + "/rows.jsonl");
+  ASSERT_EQ(r.exit_code, 0) << r.output;  // 512 by default: every repeated piece merges, far fewer
+  EXPECT_EQ(r.output.find("vocab 512"), std::string::npos) << r.output;
+  r = run_host("generate --model " + base + "/big --prompt 'What is the expression?' --max_completion_length 4");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+
+  r = run_host("init-model --preset tiny --out " + base + "/x --train_tokenizer " + base + "/rows.jsonl --vocab_size 100");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("above 259"), std::string::npos) << r.output;
+  r = run_host("init-model --preset tiny --out " + base + "/x --vocab_size 300");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--train_tokenizer"), std::string::npos) << r.output;
+  r = run_host("init-model --preset tiny --out " + base + "/x --train_tokenizer " + base + "/missing.jsonl");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("missing.jsonl"), std::string::npos) << r.output;
+  r = run_host("init-model --preset tiny --out " + base + "/x --train_tokenizer " + base + "/rows.jsonl --tokenizer " +
+               GRPO_TEST_DATA_DIR "/qwen3-tokenizer.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("give one of them"), std::string::npos) << r.output;
 }
 
 TEST(InitModelCommand, BadArgumentsSayWhatIsValid) {

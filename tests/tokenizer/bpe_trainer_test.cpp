@@ -1,0 +1,80 @@
+// Byte-level BPE merges learned from sample text (init-model --train_tokenizer),
+// checked against merges worked out by hand, and the tokenizer written with
+// them loaded back and used.
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "tokenizer/bpe_trainer.h"
+#include "tokenizer/byte_tokenizer.h"
+#include "tokenizer/tokenizer.h"
+
+namespace {
+
+using namespace grpo::tok;
+
+std::vector<Merge> train(const std::vector<std::string>& texts, size_t max_merges = 100) {
+  return train_bpe_merges(texts, byte_level_pre_tokenizer(), max_merges);
+}
+
+// Pieces "aaab", " aaab", " ab" (space is Ġ in the byte-level alphabet).
+// Pair counts: (a,a) 4, (a,b) 3, (Ġ,a) 2 -> merge a+a; then (a,b) 3 beats
+// (aa,a) 2 -> a+b; then (aa,ab) 2 -> aaab; then every pair occurs once: stop.
+TEST(BpeTrainer, MergesTheMostFrequentPairUntilNoneRepeats) {
+  const std::vector<Merge> expected = {{"a", "a"}, {"a", "b"}, {"aa", "ab"}};
+  EXPECT_EQ(train({"aaab aaab ab"}), expected);
+  // The same pieces split across texts count the same.
+  EXPECT_EQ(train({"aaab", " aaab", " ab"}), expected);
+}
+
+TEST(BpeTrainer, TiesGoToThePairThatSortsFirstAndTheCountIsCapped) {
+  const std::vector<Merge> both = {{"a", "b"}, {"c", "d"}};
+  EXPECT_EQ(train({"cd", "ab", "cd", "ab"}), both);
+  EXPECT_EQ(train({"cd", "ab", "cd", "ab"}, 1), std::vector<Merge>({{"a", "b"}}));
+  EXPECT_TRUE(train({"ab cd"}).empty());
+  EXPECT_TRUE(train({}).empty());
+}
+
+// Pieces never merge across the pre-tokenizer's cuts: Qwen's split keeps
+// each digit alone, so numbers stay one token per digit.
+TEST(BpeTrainer, DigitsAndPiecesAreNeverJoined) {
+  for (const Merge& m : train({"12 12 12 1212", "x: 12, x: 12"})) {
+    EXPECT_FALSE(m.first.find_first_of("0123456789") != std::string::npos &&
+                 m.second.find_first_of("0123456789") != std::string::npos)
+        << m.first << " + " << m.second;
+    EXPECT_NE(m.first + m.second, ":Ġ");  // ":" and " x" are separate pieces
+  }
+}
+
+TEST(BpeTrainer, TheWrittenTokenizerEncodesWithItsMerges) {
+  const std::string call = "<tool_call>\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"307 * 43\"}}\n</tool_call>";
+  std::vector<std::string> texts;
+  for (int i = 0; i < 20; ++i) texts.push_back(call);
+  const std::vector<Merge> merges = train(texts, 1000);
+  ASSERT_FALSE(merges.empty());
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "grpo_bpe_trainer_tokenizer";
+  std::filesystem::remove_all(dir);
+  write_byte_level_tokenizer(dir.string(), merges);
+  const Tokenizer tok = Tokenizer::from_dir(dir.string());
+
+  EXPECT_GT(tok.vocab_size(), static_cast<size_t>(kByteTokenizerVocabSize));
+  EXPECT_LE(tok.vocab_size(), kByteTokenizerVocabSize + merges.size());
+  EXPECT_EQ(tok.token_to_id("<|im_start|>"), 257);  // the chat tokens keep their ids
+  EXPECT_EQ(tok.token_to_id("<|im_end|>"), 258);
+  for (const char* word : {"calculator", "expression", "arguments"}) EXPECT_GE(tok.token_to_id(word), 259) << word;
+
+  // Every piece of the sample became one token: as many ids as pieces.
+  size_t pieces = 0;
+  byte_level_pre_tokenizer().split(call, [&](std::string_view) { ++pieces; });
+  EXPECT_EQ(tok.encode(call).size(), pieces);
+  EXPECT_LT(pieces, call.size() / 3);
+  const std::string text = "<|im_start|>assistant\n" + call + "<|im_end|>";
+  EXPECT_EQ(tok.decode(tok.encode(text)), text);
+  const std::vector<int32_t> digits = {tok.token_to_id("3"), tok.token_to_id("0"), tok.token_to_id("7")};
+  EXPECT_EQ(tok.encode("307"), digits);
+  // Text the merges never saw still encodes, byte by byte where nothing applies.
+  const std::string unseen = "Grüße, 12.5% ∑";
+  EXPECT_EQ(tok.decode(tok.encode(unseen)), unseen);
+}
+
+}  // namespace
