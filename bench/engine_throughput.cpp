@@ -24,6 +24,8 @@
 #include <torch/types.h>
 #include <torch/utils.h>
 
+#include "model/cpu_kernels.h"
+#include "model/cpu_small_matmul.h"
 #include "model/engine.h"
 #include "model/logprobs.h"
 #include "model/presets.h"
@@ -64,7 +66,9 @@ double best_time(int runs, F fn) {
 at::TensorOptions on_device() { return at::TensorOptions().device(g_device); }
 
 // GFLOP/s of the model's matmuls at batch B: [B, in] x [in, out] for every
-// linear layer of every decoder layer, then the lm_head once.
+// linear layer of every decoder layer, then the lm_head once, by the faster of
+// LibTorch's at::linear and the decode kernel (cpu::small_linear, where it
+// takes the shape): the best this machine does at those shapes.
 double matmul_gflops(const ModelConfig& c, int64_t B, at::ScalarType dtype) {
   const int64_t H = c.hidden_size, I = c.intermediate_size, D = c.head_dim;
   std::vector<std::pair<int64_t, int64_t>> shapes = {
@@ -80,12 +84,24 @@ double matmul_gflops(const ModelConfig& c, int64_t B, at::ScalarType dtype) {
   flops *= static_cast<double>(c.num_hidden_layers);
   at::Tensor head_x = at::randn({B, H}, on_device()).to(dtype), head_w = at::randn({c.vocab_size, H}, on_device()).to(dtype);
   flops += 2.0 * static_cast<double>(B * H * c.vocab_size);
-  double t = best_time(3, [&] {
-    for (int64_t l = 0; l < c.num_hidden_layers; ++l)
-      for (size_t i = 0; i < xs.size(); ++i) at::linear(xs[i], ws[i]);
-    at::linear(head_x, head_w);
-  });
-  return flops / t / 1e9;
+  torch::NoGradGuard no_grad;
+  auto linear = [](const at::Tensor& x, const at::Tensor& w, bool decode_kernel) {
+    if (decode_kernel) {
+      cpu::FusedScope fused;
+      if (cpu::small_linear(x, w, {}).defined()) return;
+    }
+    at::linear(x, w);
+  };
+  double best = 0;
+  for (bool decode_kernel : {false, true}) {
+    double t = best_time(3, [&] {
+      for (int64_t l = 0; l < c.num_hidden_layers; ++l)
+        for (size_t i = 0; i < xs.size(); ++i) linear(xs[i], ws[i], decode_kernel);
+      linear(head_x, head_w, decode_kernel);
+    });
+    best = std::max(best, flops / t / 1e9);
+  }
+  return best;
 }
 
 // Memory bandwidth, GB/s: copying a 256 MB buffer (read + write).

@@ -7,6 +7,7 @@
 #include <torch/types.h>
 #include <torch/utils.h>
 
+#include "model/cpu_kernels.h"
 #include "tokenizer/tokenizer.h"
 
 namespace grpo::model {
@@ -81,6 +82,7 @@ std::vector<Completion> Engine::generate(const std::vector<GenerateRequest>& req
   }
 
   torch::NoGradGuard no_grad;
+  cpu::FusedScope fused;  // sampling only: the fused kernels may replace at:: ops, the lm_head's included
   const at::Device device = model_->model->embed_tokens->weight.device();
   const int64_t V = model_->config().vocab_size;
   size_t stop_window = 1;

@@ -1,5 +1,7 @@
 #include "model/proj.h"
 
+#include "model/cpu_small_matmul.h"
+
 #include <torch/nn/init.h>
 
 #include <cmath>
@@ -21,7 +23,8 @@ ProjImpl::ProjImpl(int64_t in_features, int64_t out_features, bool bias_) {
 }
 
 at::Tensor ProjImpl::forward(const at::Tensor& x) {
-  at::Tensor y = at::linear(x, weight, bias);
+  at::Tensor y = cpu::small_linear(x, weight, bias);  // a decode step's few rows, inside a FusedScope
+  if (!y.defined()) y = at::linear(x, weight, bias);
   if (!lora_A.defined() || !adapter_enabled_) return y;
   at::Tensor h = x.to(lora_A.scalar_type());
   if (dropout_ > 0 && is_training()) h = at::dropout(h, dropout_, /*train=*/true);

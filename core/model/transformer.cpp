@@ -7,6 +7,7 @@
 
 #include "model/activation_checkpoint.h"
 #include "model/cpu_kernels.h"
+#include "model/cpu_small_matmul.h"
 #include "model/rope.h"
 #include "model/torch_compat.h"
 
@@ -161,7 +162,9 @@ at::Tensor CausalLMImpl::hidden_states(const at::Tensor& input_ids, const at::Te
 }
 
 at::Tensor CausalLMImpl::logits(const at::Tensor& hidden) {
-  return lm_head ? lm_head(hidden) : at::matmul(hidden, model->embed_tokens->weight.t());
+  const at::Tensor& weight = lm_head ? lm_head->weight : model->embed_tokens->weight;  // tied: the embedding
+  if (at::Tensor y = cpu::small_linear(hidden, weight, {}); y.defined()) return y;
+  return lm_head ? lm_head(hidden) : at::matmul(hidden, weight.t());
 }
 
 }  // namespace grpo::model

@@ -1,0 +1,153 @@
+#include "model/cpu_small_matmul.h"
+
+#include <ATen/Parallel.h>
+#include <c10/util/BFloat16.h>
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "model/cpu_kernels.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define GRPO_SMALL_MATMUL 1
+#endif
+
+namespace grpo::model::cpu {
+
+#ifdef GRPO_SMALL_MATMUL
+namespace {
+
+// Weight rows per block and x rows per pass over it: each loaded vector of W
+// serves kGroup x rows, each loaded vector of x serves kBlock weight rows
+// (16 accumulators of the 32 registers). Further groups of x rows re-read the
+// block from cache (kBlock x K weights: 14 KB in float32 at K = 896).
+constexpr int kBlock = 4;
+constexpr int kGroup = 4;
+
+using Sums = float[kGroup][kBlock];
+
+// Sums for x rows [0, G) (x points at the group's first row) against the
+// kBlock weight rows at w.
+template <int G>
+__attribute__((target("avx512f"))) void group_f32(const float* x, const float* w, int64_t K, Sums& sums) {
+  __m512 acc[G][kBlock];
+  for (int m = 0; m < G; ++m)
+    for (int j = 0; j < kBlock; ++j) acc[m][j] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < K; k += 16) {
+    __m512 wv[kBlock];
+    for (int j = 0; j < kBlock; ++j) wv[j] = _mm512_loadu_ps(w + j * K + k);
+    for (int m = 0; m < G; ++m) {
+      const __m512 xv = _mm512_loadu_ps(x + m * K + k);
+      for (int j = 0; j < kBlock; ++j) acc[m][j] = _mm512_fmadd_ps(wv[j], xv, acc[m][j]);
+    }
+  }
+  for (int m = 0; m < G; ++m)
+    for (int j = 0; j < kBlock; ++j) sums[m][j] = _mm512_reduce_add_ps(acc[m][j]);
+}
+
+// The same for bfloat16: VDPBF16PS multiplies pairs of bfloat16 values
+// exactly and adds them into float32 lanes.
+template <int G>
+__attribute__((target("avx512f,avx512bf16"))) void group_bf16(const c10::BFloat16* x, const c10::BFloat16* w,
+                                                              int64_t K, Sums& sums) {
+  __m512 acc[G][kBlock];
+  for (int m = 0; m < G; ++m)
+    for (int j = 0; j < kBlock; ++j) acc[m][j] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < K; k += 32) {
+    __m512i wv[kBlock];
+    for (int j = 0; j < kBlock; ++j) wv[j] = _mm512_loadu_si512(w + j * K + k);
+    for (int m = 0; m < G; ++m) {
+      const __m512bh xv = (__m512bh)_mm512_loadu_si512(x + m * K + k);
+      for (int j = 0; j < kBlock; ++j) acc[m][j] = _mm512_dpbf16_ps(acc[m][j], (__m512bh)wv[j], xv);
+    }
+  }
+  for (int m = 0; m < G; ++m)
+    for (int j = 0; j < kBlock; ++j) sums[m][j] = _mm512_reduce_add_ps(acc[m][j]);
+}
+
+template <class T, int G>
+void group(const T* x, const T* w, int64_t K, Sums& sums) {
+  if constexpr (std::is_same_v<T, float>) group_f32<G>(x, w, K, sums);
+  else group_bf16<G>(x, w, K, sums);
+}
+
+float to_float(float v) { return v; }
+float to_float(c10::BFloat16 v) { return static_cast<float>(v); }
+
+// Outputs [n, n + rows) of every x row, from the kBlock weight rows at w.
+template <class T>
+void block(const T* x, const T* w, const T* bias, T* y, int64_t M, int64_t N, int64_t K, int64_t n, int64_t rows) {
+  for (int64_t m0 = 0; m0 < M; m0 += kGroup) {
+    Sums sums;
+    const T* xg = x + m0 * K;
+    switch (std::min<int64_t>(kGroup, M - m0)) {
+      case 1: group<T, 1>(xg, w, K, sums); break;
+      case 2: group<T, 2>(xg, w, K, sums); break;
+      case 3: group<T, 3>(xg, w, K, sums); break;
+      default: group<T, 4>(xg, w, K, sums); break;
+    }
+    for (int64_t m = m0; m < std::min<int64_t>(M, m0 + kGroup); ++m)
+      for (int64_t j = 0; j < rows; ++j)
+        y[m * N + n + j] = static_cast<T>(sums[m - m0][j] + (bias ? to_float(bias[n + j]) : 0.f));
+  }
+}
+
+template <class T>
+void small_matmul(const T* x, const T* w, const T* bias, T* y, int64_t M, int64_t N, int64_t K) {
+  // ~64 KB of weights per task at the least, so that a thread's share of a
+  // small projection is not eaten by scheduling.
+  const int64_t grain = std::max<int64_t>(1, (64 << 10) / (kBlock * K * static_cast<int64_t>(sizeof(T))));
+  const int64_t full = N / kBlock;
+  at::parallel_for(0, full, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) block(x, w + b * kBlock * K, bias, y, M, N, K, b * kBlock, kBlock);
+  });
+  if (const int64_t rest = N - full * kBlock) {  // the last rows, zero-padded to a block
+    std::vector<T> padded(kBlock * K, T(0));
+    std::memcpy(padded.data(), w + full * kBlock * K, rest * K * sizeof(T));
+    block(x, padded.data(), bias, y, M, N, K, full * kBlock, rest);
+  }
+}
+
+bool cpu_has(at::ScalarType dtype) {
+  static const bool f32 = __builtin_cpu_supports("avx512f");
+  static const bool bf16 = f32 && __builtin_cpu_supports("avx512bf16");
+  return dtype == at::kFloat ? f32 : bf16;
+}
+
+}  // namespace
+#endif
+
+at::Tensor small_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+#ifdef GRPO_SMALL_MATMUL
+  const at::ScalarType dtype = x.scalar_type();
+  if (dtype != at::kFloat && dtype != at::kBFloat16) return {};
+  if (weight.dim() != 2 || x.dim() < 1 || x.size(-1) != weight.size(1)) return {};
+  const int64_t N = weight.size(0), K = weight.size(1);
+  const int64_t max_rows = dtype == at::kFloat ? kSmallMatmulMaxRowsF32 : kSmallMatmulMaxRowsBF16;
+  if (K == 0 || K % 32 != 0 || x.numel() == 0 || x.numel() / K > max_rows) return {};
+  if (bias.defined() ? !applies({x, weight, bias}) || bias.numel() != N : !applies({x, weight})) return {};
+  if (!cpu_has(dtype)) return {};
+  const at::Tensor xc = x.contiguous(), wc = weight.contiguous();
+  const at::Tensor bc = bias.defined() ? bias.contiguous() : bias;
+  std::vector<int64_t> sizes = x.sizes().vec();
+  sizes.back() = N;
+  at::Tensor y = at::empty(sizes, x.options());
+  const int64_t M = x.numel() / K;
+  if (dtype == at::kFloat)
+    small_matmul<float>(xc.data_ptr<float>(), wc.data_ptr<float>(), bc.defined() ? bc.data_ptr<float>() : nullptr,
+                        y.data_ptr<float>(), M, N, K);
+  else
+    small_matmul<c10::BFloat16>(xc.data_ptr<c10::BFloat16>(), wc.data_ptr<c10::BFloat16>(),
+                                bc.defined() ? bc.data_ptr<c10::BFloat16>() : nullptr, y.data_ptr<c10::BFloat16>(), M,
+                                N, K);
+  return y;
+#else
+  (void)x, (void)weight, (void)bias;
+  return {};
+#endif
+}
+
+}  // namespace grpo::model::cpu

@@ -1,0 +1,27 @@
+// x W^T + b for the few rows of a decode step, in float32 and bfloat16 on
+// CPUs with AVX-512. At batch 1 the product reads every weight once and does
+// little with it, so it can run at the speed weights stream from memory;
+// LibTorch 1.13's CPU linear reaches about 40% of that (a Qwen2.5-0.5B
+// token's matmuls: 106 ms in float32 against 42 ms streamed). Up to a few
+// dozen rows, each block of weights is read from memory once and reused from
+// cache for every row.
+#pragma once
+
+#include <ATen/ATen.h>
+
+namespace grpo::model::cpu {
+
+// Most rows small_linear takes, measured at Qwen2.5-0.5B's shapes: beyond
+// them LibTorch's blocked kernels (oneDNN's, in bfloat16) are faster.
+constexpr int64_t kSmallMatmulMaxRowsF32 = 64;
+constexpr int64_t kSmallMatmulMaxRowsBF16 = 16;
+
+// x [..., K] times weight [N, K]^T plus bias [N] (may be undefined), when
+// applies() holds (a FusedScope, no gradient), the dtype is float32 or
+// bfloat16, x has at most the rows above, K is a multiple of 32
+// and the CPU has AVX-512 (and AVX512-BF16 for bfloat16). Accumulates in
+// float32 and rounds once, as LibTorch's bfloat16 matmul does. Otherwise
+// returns an undefined tensor and the caller keeps at::linear.
+at::Tensor small_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
+
+}  // namespace grpo::model::cpu
