@@ -1,13 +1,13 @@
 #include "model/proj.h"
 
-#include "model/cpu_small_matmul.h"
-
 #include <torch/nn/init.h>
 
 #include <cmath>
 #include <memory>
 #include <stdexcept>
 #include <string>
+
+#include "model/cpu_small_matmul.h"
 
 namespace grpo::model {
 
