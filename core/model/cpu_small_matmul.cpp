@@ -75,9 +75,6 @@ void group(const T* x, const T* w, int64_t K, Sums& sums) {
   else group_bf16<G>(x, w, K, sums);
 }
 
-float to_float(float v) { return v; }
-float to_float(c10::BFloat16 v) { return static_cast<float>(v); }
-
 // Outputs [n, n + rows) of every x row, from the kBlock weight rows at w.
 template <class T>
 void block(const T* x, const T* w, const T* bias, T* y, int64_t M, int64_t N, int64_t K, int64_t n, int64_t rows) {
@@ -92,7 +89,7 @@ void block(const T* x, const T* w, const T* bias, T* y, int64_t M, int64_t N, in
     }
     for (int64_t m = m0; m < std::min<int64_t>(M, m0 + kGroup); ++m)
       for (int64_t j = 0; j < rows; ++j)
-        y[m * N + n + j] = static_cast<T>(sums[m - m0][j] + (bias ? to_float(bias[n + j]) : 0.f));
+        y[m * N + n + j] = static_cast<T>(sums[m - m0][j] + (bias ? static_cast<float>(bias[n + j]) : 0.f));
   }
 }
 
@@ -130,8 +127,10 @@ at::Tensor small_linear(const at::Tensor& x, const at::Tensor& weight, const at:
   const int64_t max_rows = dtype == at::kFloat ? kSmallMatmulMaxRowsF32 : kSmallMatmulMaxRowsBF16;
   if (K == 0 || K % 32 != 0 || x.numel() == 0 || x.numel() / K > max_rows) return {};
   if (bias.defined() ? !applies({x, weight, bias}) || bias.numel() != N : !applies({x, weight})) return {};
-  if (!cpu_has(dtype)) return {};
-  const at::Tensor xc = x.contiguous(), wc = weight.contiguous();
+  // A weight that is not laid out row by row (a transposed view) would cost a
+  // copy of every weight per call: LibTorch reads it in place.
+  if (!weight.is_contiguous() || !cpu_has(dtype)) return {};
+  const at::Tensor xc = x.contiguous(), &wc = weight;
   const at::Tensor bc = bias.defined() ? bias.contiguous() : bias;
   std::vector<int64_t> sizes = x.sizes().vec();
   sizes.back() = N;

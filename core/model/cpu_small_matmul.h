@@ -18,7 +18,7 @@ constexpr int64_t kSmallMatmulMaxRowsBF16 = 16;
 
 // x [..., K] times weight [N, K]^T plus bias [N] (may be undefined), when
 // applies() holds (a FusedScope, no gradient), the dtype is float32 or
-// bfloat16, x has at most the rows above, K is a multiple of 32
+// bfloat16, x has at most the rows above, the weight is contiguous, K is a multiple of 32
 // and the CPU has AVX-512 (and AVX512-BF16 for bfloat16). Accumulates in
 // float32 and rounds once, as LibTorch's bfloat16 matmul does. Otherwise
 // returns an undefined tensor and the caller keeps at::linear.

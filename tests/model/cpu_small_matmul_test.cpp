@@ -76,6 +76,7 @@ TEST_P(SmallMatmul, LeavesOtherCasesToLibTorch) {
   EXPECT_FALSE(cpu::small_linear(randn({1, 48}), randn({8, 48}), {}).defined());  // K not a multiple of 32
   EXPECT_FALSE(cpu::small_linear(x.to(at::kHalf), w.to(at::kHalf), {}).defined());
   EXPECT_FALSE(cpu::small_linear(x, w.to(at::kDouble), {}).defined());
+  EXPECT_FALSE(cpu::small_linear(x, randn({64, 8}).t(), {}).defined());  // a transposed weight view
   {
     torch::AutoGradMode grad(true);
     at::Tensor trained = w.clone().requires_grad_(true);
