@@ -70,29 +70,38 @@ int real_shape_step(const std::string& shape, const std::string& dtype, int step
                                (model / "config.json").string() + " --prompts 2 --generations 8 --prompt 17"
                                " --new_tokens 64 --runs " + std::to_string(n) + " --threads " + std::to_string(threads) +
                                " --dtype " + dtype;
-  double peer_step = 0, peer_generate = 0;
+  // The peer's phases under the same names: log-probs and loss, backward, clipping and AdamW.
+  std::map<std::string, double> peer;
   int peer_n = 0;
   for (const nlohmann::json& j : grpo::bench::peer_lines(peer_cmd)) {
     if (!j.contains("step_s")) continue;
-    peer_step += j["step_s"].get<double>();
-    peer_generate += j["generate_s"].get<double>();
+    peer["step_time"] += j["step_s"].get<double>();
+    peer["time/generate"] += j["generate_s"].get<double>();
+    peer["time/logprob"] += j["forward_s"].get<double>();
+    peer["time/backward"] += j["backward_s"].get<double>();
+    peer["time/optimizer"] += j["optimizer_s"].get<double>();
     ++peer_n;
   }
   std::printf("\nGRPO step at %s's shape (2 prompts x G 8, 64 new tokens, %s, beta 0), %d steps after the first\n",
               shape.c_str(), dtype.c_str(), n);
-  std::printf("%-10s %12s %12s %12s\n", "", "step s", "generate s", "rest s");
-  std::printf("%-10s %12.2f %12.2f %12.2f\n", "grpo", ours["step_time"] / n, ours["time/generate"] / n,
-              (ours["step_time"] - ours["time/generate"]) / n);
+  const char* phases[] = {"step_time", "time/generate", "time/logprob", "time/backward", "time/optimizer"};
+  std::printf("%-10s %10s %10s %14s %10s %10s\n", "", "step s", "generate s", "log-probs s", "backward s",
+              "optimizer s");
+  const auto row = [&](const char* who, std::map<std::string, double>& t, int runs) {
+    std::printf("%-10s", who);
+    for (const char* k : phases) std::printf(" %10.2f", t[k] / runs);
+    std::printf("\n");
+  };
+  row("grpo", ours, n);
   if (peer_n == 0) {
     std::fprintf(stderr, "the peer did not run (it needs Debian's python3-torch: scripts/setup.sh --bench); "
                          "rerun its command above to see why\n");
     return 1;
   }
-  std::printf("%-10s %12.2f %12.2f %12.2f\n", "peer", peer_step / peer_n, peer_generate / peer_n,
-              (peer_step - peer_generate) / peer_n);
-  std::printf("grpo / peer speed: %.2fx the step\n", (peer_step / peer_n) / (ours["step_time"] / n));
-  std::printf("grpo's rest: log-probs and loss %.2f s, backward %.2f s, optimizer %.2f s\n", ours["time/logprob"] / n,
-              ours["time/backward"] / n, ours["time/optimizer"] / n);
+  row("peer", peer, peer_n);
+  std::printf("%-10s", "peer/grpo");
+  for (const char* k : phases) std::printf(" %9.2fx", (peer[k] / peer_n) / (ours[k] / n));
+  std::printf("\n(grpo's optimizer phase includes gradient clipping, as the peer's does)\n");
   return 0;
 }
 

@@ -1,6 +1,6 @@
 // Element loops for the fused CPU kernels, written so that the compiler
 // vectorises them: conversions on raw bits, no library calls, no branches.
-// Internal to cpu_kernels.cpp and cpu_sampling.cpp.
+// Internal to the fused CPU kernels (model/cpu_*.cpp, trainer/fused_adamw.cpp).
 #pragma once
 
 #include <c10/core/ScalarType.h>

@@ -4,6 +4,7 @@
 #include <c10/util/BFloat16.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -18,6 +19,12 @@
 
 namespace grpo::model::cpu {
 
+namespace {
+std::atomic<int64_t> g_count{0};
+}  // namespace
+
+int64_t small_linear_count() { return g_count.load(std::memory_order_relaxed); }
+
 #ifdef GRPO_SMALL_MATMUL
 namespace {
 
@@ -30,50 +37,52 @@ constexpr int kGroup = 4;
 
 using Sums = float[kGroup][kBlock];
 
+// Both kernels are compiled for AVX-512F and AVX512-BF16; the float32 one
+// uses no bfloat16 instruction, so it runs wherever AVX-512F does (cpu_has()
+// is asked before either runs).
+#define GRPO_AVX512 __attribute__((target("avx512f,avx512bf16"), always_inline)) inline
+
+// One vector step of K for each element type: float32 by FMA; bfloat16 by
+// VDPBF16PS, which multiplies pairs of bfloat16 values exactly and adds them
+// into float32 lanes.
+struct F32Lanes {
+  using T = float;
+  using Vec = __m512;
+  static constexpr int64_t kStep = 16;
+  GRPO_AVX512 static Vec load(const T* p) { return _mm512_loadu_ps(p); }
+  GRPO_AVX512 static __m512 madd(__m512 acc, Vec w, Vec x) { return _mm512_fmadd_ps(w, x, acc); }
+};
+
+struct BF16Lanes {
+  using T = c10::BFloat16;
+  using Vec = __m512bh;
+  static constexpr int64_t kStep = 32;
+  GRPO_AVX512 static Vec load(const T* p) { return (__m512bh)_mm512_loadu_si512(p); }
+  GRPO_AVX512 static __m512 madd(__m512 acc, Vec w, Vec x) { return _mm512_dpbf16_ps(acc, w, x); }
+};
+
 // Sums for x rows [0, G) (x points at the group's first row) against the
 // kBlock weight rows at w.
-template <int G>
-__attribute__((target("avx512f"))) void group_f32(const float* x, const float* w, int64_t K, Sums& sums) {
+template <class L, int G>
+__attribute__((target("avx512f,avx512bf16"))) void group(const typename L::T* x, const typename L::T* w, int64_t K,
+                                                         Sums& sums) {
   __m512 acc[G][kBlock];
   for (int m = 0; m < G; ++m)
     for (int j = 0; j < kBlock; ++j) acc[m][j] = _mm512_setzero_ps();
-  for (int64_t k = 0; k < K; k += 16) {
-    __m512 wv[kBlock];
-    for (int j = 0; j < kBlock; ++j) wv[j] = _mm512_loadu_ps(w + j * K + k);
+  for (int64_t k = 0; k < K; k += L::kStep) {
+    typename L::Vec wv[kBlock];
+    for (int j = 0; j < kBlock; ++j) wv[j] = L::load(w + j * K + k);
     for (int m = 0; m < G; ++m) {
-      const __m512 xv = _mm512_loadu_ps(x + m * K + k);
-      for (int j = 0; j < kBlock; ++j) acc[m][j] = _mm512_fmadd_ps(wv[j], xv, acc[m][j]);
+      const typename L::Vec xv = L::load(x + m * K + k);
+      for (int j = 0; j < kBlock; ++j) acc[m][j] = L::madd(acc[m][j], wv[j], xv);
     }
   }
   for (int m = 0; m < G; ++m)
     for (int j = 0; j < kBlock; ++j) sums[m][j] = _mm512_reduce_add_ps(acc[m][j]);
 }
 
-// The same for bfloat16: VDPBF16PS multiplies pairs of bfloat16 values
-// exactly and adds them into float32 lanes.
-template <int G>
-__attribute__((target("avx512f,avx512bf16"))) void group_bf16(const c10::BFloat16* x, const c10::BFloat16* w,
-                                                              int64_t K, Sums& sums) {
-  __m512 acc[G][kBlock];
-  for (int m = 0; m < G; ++m)
-    for (int j = 0; j < kBlock; ++j) acc[m][j] = _mm512_setzero_ps();
-  for (int64_t k = 0; k < K; k += 32) {
-    __m512i wv[kBlock];
-    for (int j = 0; j < kBlock; ++j) wv[j] = _mm512_loadu_si512(w + j * K + k);
-    for (int m = 0; m < G; ++m) {
-      const __m512bh xv = (__m512bh)_mm512_loadu_si512(x + m * K + k);
-      for (int j = 0; j < kBlock; ++j) acc[m][j] = _mm512_dpbf16_ps(acc[m][j], (__m512bh)wv[j], xv);
-    }
-  }
-  for (int m = 0; m < G; ++m)
-    for (int j = 0; j < kBlock; ++j) sums[m][j] = _mm512_reduce_add_ps(acc[m][j]);
-}
-
-template <class T, int G>
-void group(const T* x, const T* w, int64_t K, Sums& sums) {
-  if constexpr (std::is_same_v<T, float>) group_f32<G>(x, w, K, sums);
-  else group_bf16<G>(x, w, K, sums);
-}
+template <class T>
+using LanesOf = std::conditional_t<std::is_same_v<T, float>, F32Lanes, BF16Lanes>;
 
 // Outputs [n, n + rows) of every x row, from the kBlock weight rows at w.
 template <class T>
@@ -82,10 +91,10 @@ void block(const T* x, const T* w, const T* bias, T* y, int64_t M, int64_t N, in
     Sums sums;
     const T* xg = x + m0 * K;
     switch (std::min<int64_t>(kGroup, M - m0)) {
-      case 1: group<T, 1>(xg, w, K, sums); break;
-      case 2: group<T, 2>(xg, w, K, sums); break;
-      case 3: group<T, 3>(xg, w, K, sums); break;
-      default: group<T, 4>(xg, w, K, sums); break;
+      case 1: group<LanesOf<T>, 1>(xg, w, K, sums); break;
+      case 2: group<LanesOf<T>, 2>(xg, w, K, sums); break;
+      case 3: group<LanesOf<T>, 3>(xg, w, K, sums); break;
+      default: group<LanesOf<T>, 4>(xg, w, K, sums); break;
     }
     for (int64_t m = m0; m < std::min<int64_t>(M, m0 + kGroup); ++m)
       for (int64_t j = 0; j < rows; ++j)
@@ -143,6 +152,7 @@ at::Tensor small_linear(const at::Tensor& x, const at::Tensor& weight, const at:
     small_matmul<c10::BFloat16>(xc.data_ptr<c10::BFloat16>(), wc.data_ptr<c10::BFloat16>(),
                                 bc.defined() ? bc.data_ptr<c10::BFloat16>() : nullptr, y.data_ptr<c10::BFloat16>(), M,
                                 N, K);
+  g_count.fetch_add(1, std::memory_order_relaxed);
   return y;
 #else
   (void)x, (void)weight, (void)bias;

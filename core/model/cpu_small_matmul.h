@@ -24,4 +24,8 @@ constexpr int64_t kSmallMatmulMaxRowsBF16 = 16;
 // returns an undefined tensor and the caller keeps at::linear.
 at::Tensor small_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
 
+// How many products small_linear has computed in this process: the engine's
+// tests check that decoding goes through it.
+int64_t small_linear_count();
+
 }  // namespace grpo::model::cpu

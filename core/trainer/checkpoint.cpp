@@ -11,8 +11,9 @@
 
 #include "model/checkpoint_files.h"
 #include "model/lora_files.h"
-#include "trainer/jsonl_appender.h"
 #include "model/weights.h"
+#include "trainer/fused_adamw.h"
+#include "trainer/jsonl_appender.h"
 
 namespace grpo::trainer {
 
@@ -32,7 +33,7 @@ std::unique_ptr<torch::optim::AdamW> make_adamw(const OptimizerSettings& setting
 std::unique_ptr<torch::optim::AdamW> make_adamw(const OptimizerSettings& settings, std::vector<at::Tensor> params) {
   torch::optim::AdamWOptions adam(settings.learning_rate);
   adam.betas({settings.beta1, settings.beta2}).eps(settings.epsilon).weight_decay(settings.weight_decay);
-  return std::make_unique<torch::optim::AdamW>(std::move(params), adam);
+  return std::make_unique<FusedAdamW>(std::move(params), adam);
 }
 
 model::CausalLM load_policy(const ModelSettings& settings) {

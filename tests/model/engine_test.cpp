@@ -3,6 +3,7 @@
 #include <torch/types.h>
 #include <torch/utils.h>
 
+#include "model/cpu_small_matmul.h"
 #include "model/engine.h"
 #include "model/logprobs.h"
 #include "model/weights.h"
@@ -36,6 +37,16 @@ TEST(Engine, TopK1IsGreedyAndMatchesTransformersContinuation) {
   std::vector<int32_t> want(16, 296);  // expected.json "greedy"
   EXPECT_EQ(out[0].ids, want);
   EXPECT_EQ(out[0].finish, FinishReason::Length);
+}
+
+// Every projection and the lm_head of a decode step (2 layers x 7 + 1 at
+// this fixture's shapes) take the decode matmul where the CPU has AVX-512.
+TEST(Engine, DecodesThroughTheSmallMatmulWhereTheCpuHasAvx512) {
+  const int64_t before = cpu::small_linear_count();
+  engine().generate({{kPrompt, 2, 3, {}}}, params(4));
+  const int64_t calls = cpu::small_linear_count() - before;
+  if (__builtin_cpu_supports("avx512f")) EXPECT_GE(calls, 4 * 15);
+  else EXPECT_EQ(calls, 0);
 }
 
 TEST(Engine, CopiesGetDistinctSeedsAndSeedsReproduce) {

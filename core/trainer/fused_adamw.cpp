@@ -1,0 +1,131 @@
+#include "trainer/fused_adamw.h"
+
+#include <ATen/Parallel.h>
+#include <c10/util/string_utils.h>
+
+#include <cmath>
+
+#include "model/cpu_float_math.h"
+
+namespace grpo::trainer {
+
+namespace {
+
+using model::cpu::detail::bf16_bits;
+using model::cpu::detail::bits_to_float;
+
+// Element types by their bits, so that the loop below vectorises.
+inline float widen(float x) { return x; }
+inline float widen(uint16_t bf16) { return bits_to_float(static_cast<uint32_t>(bf16) << 16); }
+inline void narrow(float f, float& out) { out = f; }
+inline void narrow(float f, uint16_t& out) { out = bf16_bits(f); }
+
+struct Coefficients {
+  float decay;  // 1 - lr * weight_decay
+  float beta1, one_minus_beta1, beta2, one_minus_beta2;  // each rounded from double, as LibTorch's scalars are
+  float sqrt_bias_correction2;
+  float eps;
+  float step_size;  // lr / bias_correction1
+};
+
+// The order of operations is LibTorch's: p *= decay; m = m * b1 + (1 - b1) g;
+// v = v * b2 + (1 - b2) g g; p += (-step_size m) / (sqrt(v) / sqrt(bc2) + eps).
+template <class T>
+GRPO_VECTOR_CLONES void adamw_span(T* p, const T* g, T* m, T* v, int64_t n, Coefficients c) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float gi = widen(g[i]);
+    const float mi = std::fma(gi, c.one_minus_beta1, widen(m[i]) * c.beta1);  // add_'s alpha is fused
+    const float vi = std::fma(c.one_minus_beta2 * gi, gi, widen(v[i]) * c.beta2);
+    const float denom = std::sqrt(vi) / c.sqrt_bias_correction2 + c.eps;
+    const float pi = widen(p[i]) * c.decay;
+    narrow(pi + ((-c.step_size) * mi) / denom, p[i]);
+    narrow(mi, m[i]);
+    narrow(vi, v[i]);
+  }
+}
+
+template <class T>
+void fused_update(at::Tensor& p, const at::Tensor& g, at::Tensor& m, at::Tensor& v, const Coefficients& c) {
+  T* pp = reinterpret_cast<T*>(p.data_ptr());
+  const T* gp = reinterpret_cast<const T*>(g.data_ptr());
+  T* mp = reinterpret_cast<T*>(m.data_ptr());
+  T* vp = reinterpret_cast<T*>(v.data_ptr());
+  at::parallel_for(0, p.numel(), 1 << 15, [&](int64_t begin, int64_t end) {
+    adamw_span(pp + begin, gp + begin, mp + begin, vp + begin, end - begin, c);
+  });
+}
+
+bool fusable(const at::Tensor& p, const at::Tensor& g, const torch::optim::AdamWParamState& s, bool amsgrad) {
+  const auto dtype = p.scalar_type();
+  if (amsgrad || !p.device().is_cpu() || (dtype != at::kFloat && dtype != at::kBFloat16)) return false;
+  for (const at::Tensor* t : {&g, &s.exp_avg(), &s.exp_avg_sq()})
+    if (t->scalar_type() != dtype || !t->device().is_cpu() || !t->is_contiguous() || t->numel() != p.numel())
+      return false;
+  return p.is_contiguous();
+}
+
+// LibTorch's own sequence, for what the loop does not take.
+void op_update(at::Tensor& p, const at::Tensor& g, torch::optim::AdamWParamState& s,
+               const torch::optim::AdamWOptions& o, double bias_correction1, double bias_correction2) {
+  const auto [beta1, beta2] = o.betas();
+  s.exp_avg().mul_(beta1).add_(g, 1 - beta1);
+  s.exp_avg_sq().mul_(beta2).addcmul_(g, g, 1 - beta2);
+  at::Tensor second = s.exp_avg_sq();
+  if (o.amsgrad()) {
+    at::maximum_out(s.max_exp_avg_sq(), s.max_exp_avg_sq(), s.exp_avg_sq());
+    second = s.max_exp_avg_sq();
+  }
+  const at::Tensor denom = (second.sqrt() / std::sqrt(bias_correction2)).add_(o.eps());
+  p.addcdiv_(s.exp_avg(), denom, -o.lr() / bias_correction1);
+}
+
+}  // namespace
+
+at::Tensor FusedAdamW::step(LossClosure closure) {
+  at::NoGradGuard no_grad;
+  at::Tensor loss;
+  if (closure) {
+    at::AutoGradMode enable_grad(true);
+    loss = closure();
+  }
+  for (auto& group : param_groups_) {
+    const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
+    for (auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      const at::Tensor& g = p.grad();
+      TORCH_CHECK(!g.is_sparse(), "AdamW does not support sparse gradients");
+      // Keyed as torch::optim::AdamW keys it: its save() and load() find the state.
+      auto& slot = state_[c10::guts::to_string(p.unsafeGetTensorImpl())];
+      if (!slot) {
+        auto fresh = std::make_unique<torch::optim::AdamWParamState>();
+        fresh->exp_avg(at::zeros_like(p, at::MemoryFormat::Preserve));
+        fresh->exp_avg_sq(at::zeros_like(p, at::MemoryFormat::Preserve));
+        if (o.amsgrad()) fresh->max_exp_avg_sq(at::zeros_like(p, at::MemoryFormat::Preserve));
+        slot = std::move(fresh);
+      }
+      auto& s = static_cast<torch::optim::AdamWParamState&>(*slot);
+      s.step(s.step() + 1);
+      const auto [beta1, beta2] = o.betas();
+      const double bias_correction1 = 1 - std::pow(beta1, s.step());
+      const double bias_correction2 = 1 - std::pow(beta2, s.step());
+      if (!fusable(p, g, s, o.amsgrad())) {
+        if (o.weight_decay() != 0) p.mul_(1 - o.lr() * o.weight_decay());
+        op_update(p, g, s, o, bias_correction1, bias_correction2);
+        continue;
+      }
+      const Coefficients c{static_cast<float>(1 - o.lr() * o.weight_decay()),
+                           static_cast<float>(beta1),
+                           static_cast<float>(1 - beta1),
+                           static_cast<float>(beta2),
+                           static_cast<float>(1 - beta2),
+                           static_cast<float>(std::sqrt(bias_correction2)),
+                           static_cast<float>(o.eps()),
+                           static_cast<float>(o.lr() / bias_correction1)};
+      if (p.scalar_type() == at::kFloat) fused_update<float>(p, g, s.exp_avg(), s.exp_avg_sq(), c);
+      else fused_update<uint16_t>(p, g, s.exp_avg(), s.exp_avg_sq(), c);
+    }
+  }
+  return loss;
+}
+
+}  // namespace grpo::trainer
