@@ -37,23 +37,32 @@ class ChunkedLogprobFn : public torch::autograd::Function<ChunkedLogprobFn> {
   }
 
   // d logp[target] / d logits = onehot(target) - softmax, scaled by 1/temperature.
+  // The products run in the weight's dtype, as autograd runs a bfloat16
+  // model's (bfloat16 matmuls accumulate in float32); the weight's gradient
+  // is summed over the chunks in float32, and only when the weight trains
+  // (under LoRA it is frozen: no [V, H] product per chunk).
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     auto saved = ctx->get_saved_variables();
     const at::Tensor &h2 = saved[0], &weight = saved[1], &targets = saved[2];
     const double temperature = ctx->saved_data["temperature"].toDouble();
     const int64_t chunk = ctx->saved_data["chunk"].toInt();
+    const bool want_h = ctx->needs_input_grad(0), want_w = ctx->needs_input_grad(1);
     const at::Tensor g = grads[0];  // [rows]
-    at::Tensor grad_h = at::zeros_like(h2);
-    at::Tensor grad_w = at::zeros(weight.sizes(), weight.options().dtype(at::kFloat));
+    at::Tensor grad_h = want_h ? at::empty_like(h2) : at::Tensor();
+    at::Tensor grad_w = want_w ? at::zeros(weight.sizes(), weight.options().dtype(at::kFloat)) : at::Tensor();
     for (int64_t r0 = 0; r0 < h2.size(0); r0 += chunk) {
       const int64_t n = std::min(chunk, h2.size(0) - r0);
       at::Tensor d = at::softmax(chunk_logits(h2, weight, r0, n, temperature), -1).neg_();  // [n, V]
       d.scatter_add_(1, targets.narrow(0, r0, n).unsqueeze(1), at::ones({n, 1}, d.options()));
       d.mul_(g.narrow(0, r0, n).unsqueeze(1) / temperature);
-      grad_h.narrow(0, r0, n).copy_(at::matmul(d, weight.to(at::kFloat)));
-      grad_w.add_(at::matmul(d.t(), h2.narrow(0, r0, n).to(at::kFloat)));
+      d = d.to(weight.scalar_type());
+      if (want_h) at::matmul_out(grad_h.narrow(0, r0, n), d, weight);
+      if (!want_w) continue;
+      if (weight.scalar_type() == at::kFloat) grad_w.addmm_(d.t(), h2.narrow(0, r0, n));  // in place: no [V, H] temporary
+      else grad_w.add_(at::matmul(d.t(), h2.narrow(0, r0, n)));
     }
-    return {grad_h, grad_w.to(weight.scalar_type()), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    return {grad_h, want_w ? grad_w.to(weight.scalar_type()) : at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(),
+            at::Tensor()};
   }
 };
 

@@ -45,6 +45,32 @@ TEST(ChunkedLogprobs, ValuesAndGradientsEqualThePlainComputation) {
   }
 }
 
+// In bfloat16 the chunked backward multiplies in bfloat16, as autograd does
+// through the plain computation; and a frozen weight (LoRA) gets no gradient
+// while the hidden states still get theirs.
+TEST(ChunkedLogprobs, BFloat16GradientsFollowAutogradAndAFrozenWeightIsSkipped) {
+  torch::manual_seed(1);
+  at::Tensor hidden = torch::randn({2, 9, 64}).to(at::kBFloat16).requires_grad_();
+  at::Tensor weight = torch::randn({300, 64}).mul(0.2).to(at::kBFloat16).requires_grad_();
+  at::Tensor targets = torch::randint(0, 300, {2, 9}, torch::kLong);
+  at::Tensor g = torch::randn({2, 9});
+  at::Tensor want = plain_logprobs(hidden, weight, targets, 0.9);
+  auto want_grads = torch::autograd::grad({want}, {hidden, weight}, {g});
+  TokenLogprobs got = chunked_logprobs(hidden, weight, targets, {0.9, 5, false});
+  EXPECT_TRUE(torch::allclose(got.logprobs, want, 1e-5, 1e-6));
+  auto grads = torch::autograd::grad({got.logprobs}, {hidden, weight}, {g});
+  for (int i : {0, 1}) {
+    EXPECT_EQ(grads[i].scalar_type(), at::kBFloat16);
+    const at::Tensor a = grads[i].to(at::kFloat), b = want_grads[i].to(at::kFloat);
+    // A bfloat16 rounding or two apart (the weight's gradient is summed over 4 chunks).
+    EXPECT_TRUE(torch::allclose(a, b, 2e-2, 2e-2 * b.abs().max().item<float>())) << i << ": "
+                                                                                << (a - b).abs().max().item<float>();
+  }
+  at::Tensor frozen = weight.detach();
+  auto only_h = torch::autograd::grad({chunked_logprobs(hidden, frozen, targets, {0.9, 5, false}).logprobs}, {hidden}, {g});
+  EXPECT_TRUE(at::equal(only_h[0], grads[0]));
+}
+
 TEST(ChunkedLogprobs, CompletionLogprobsMatchTransformersOnTinyQwen2) {
   const std::string dir = GRPO_TEST_DATA_DIR "/tiny-qwen2";
   nlohmann::json e = nlohmann::json::parse(std::ifstream(dir + "/expected.json"))["single"];
