@@ -56,7 +56,10 @@ class ChunkedLogprobFn : public torch::autograd::Function<ChunkedLogprobFn> {
       d.scatter_add_(1, targets.narrow(0, r0, n).unsqueeze(1), at::ones({n, 1}, d.options()));
       d.mul_(g.narrow(0, r0, n).unsqueeze(1) / temperature);
       d = d.to(weight.scalar_type());
-      if (want_h) at::matmul_out(grad_h.narrow(0, r0, n), d, weight);
+      if (want_h) {
+        at::Tensor rows = grad_h.narrow(0, r0, n);
+        at::mm_out(rows, d, weight);
+      }
       if (!want_w) continue;
       if (weight.scalar_type() == at::kFloat) grad_w.addmm_(d.t(), h2.narrow(0, r0, n));  // in place: no [V, H] temporary
       else grad_w.add_(at::matmul(d.t(), h2.narrow(0, r0, n)));

@@ -3,8 +3,6 @@
 #include <dlfcn.h>
 #include <malloc.h>
 
-#include <climits>
-
 #include <thread>
 
 #include <ATen/Parallel.h>
@@ -24,9 +22,12 @@ int configure_cpu_threads(int n) {
   // fresh mmaps and unmaps them on free, so a tensor that size costs a page
   // fault per 4 KB every time: at Qwen2.5-0.5B's shape, a decode step's
   // [64, 151936] logits were a fifth of its time in the kernel. From the heap,
-  // freed blocks are reused; the heap is trimmed only past 2 GB free at its top.
+  // freed blocks are reused. The heap is never trimmed (-1): a training step
+  // frees its activations at the end of the backward — 2.3 GB at that shape
+  // in bfloat16 — and with any finite threshold glibc returned them to the
+  // kernel and the next step faulted them in again (580,000 page faults a step).
   mallopt(M_MMAP_MAX, 0);
-  mallopt(M_TRIM_THRESHOLD, INT_MAX);
+  mallopt(M_TRIM_THRESHOLD, -1);
   return n;
 }
 
