@@ -72,9 +72,11 @@ int real_shape_step(const std::string& shape, const std::string& dtype, int step
                                " --dtype " + dtype;
   // The peer's phases under the same names: log-probs and loss, backward, clipping and AdamW.
   std::map<std::string, double> peer;
+  std::vector<double> peer_steps;
   int peer_n = 0;
   for (const nlohmann::json& j : grpo::bench::peer_lines(peer_cmd)) {
     if (!j.contains("step_s")) continue;
+    peer_steps.push_back(j["step_s"].get<double>());
     peer["step_time"] += j["step_s"].get<double>();
     peer["time/generate"] += j["generate_s"].get<double>();
     peer["time/logprob"] += j["forward_s"].get<double>();
@@ -102,6 +104,13 @@ int real_shape_step(const std::string& shape, const std::string& dtype, int step
   std::printf("%-10s", "peer/grpo");
   for (const char* k : phases) std::printf(" %9.2fx", (peer[k] / peer_n) / (ours[k] / n));
   std::printf("\n(grpo's optimizer phase includes gradient clipping, as the peer's does)\n");
+  // Ours settles after the second step: the first allocates AdamW's state, the
+  // second grows the heap to its peak, from then on nothing is faulted in.
+  std::printf("each step, s: grpo");
+  for (double t : grpo::bench::per_step(out, "step_time")) std::printf(" %.2f", t);
+  std::printf(" (the first included); peer");
+  for (double t : peer_steps) std::printf(" %.2f", t);
+  std::printf(" (after its warm-up step)\n");
   return 0;
 }
 

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -34,6 +35,17 @@ inline std::map<std::string, double> sums_after_first_step(const std::string& ou
       if (v.is_number()) sums[k] += v.get<double>();
   }
   return sums;
+}
+
+// Every logged step's value of `key`, in order (the first step included).
+inline std::vector<double> per_step(const std::string& out, const std::string& key) {
+  std::vector<double> values;
+  std::ifstream log(out + "/logging.jsonl");
+  for (std::string line; std::getline(log, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    if (j.contains(key)) values.push_back(j[key].get<double>());
+  }
+  return values;
 }
 
 }  // namespace grpo::bench
