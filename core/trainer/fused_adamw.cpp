@@ -1,7 +1,6 @@
 #include "trainer/fused_adamw.h"
 
 #include <ATen/Parallel.h>
-#include <c10/util/string_utils.h>
 
 #include <cmath>
 
@@ -95,7 +94,7 @@ at::Tensor FusedAdamW::step(LossClosure closure) {
       const at::Tensor& g = p.grad();
       TORCH_CHECK(!g.is_sparse(), "AdamW does not support sparse gradients");
       // Keyed as torch::optim::AdamW keys it: its save() and load() find the state.
-      auto& slot = state_[c10::guts::to_string(p.unsafeGetTensorImpl())];
+      auto& slot = state_[optimizer_state_key(p)];
       if (!slot) {
         auto fresh = std::make_unique<torch::optim::AdamWParamState>();
         fresh->exp_avg(at::zeros_like(p, at::MemoryFormat::Preserve));

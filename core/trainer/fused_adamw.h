@@ -1,9 +1,33 @@
 // AdamW in one pass over each parameter.
 #pragma once
 
+#include <c10/util/string_utils.h>
 #include <torch/optim/adamw.h>
 
+#include <string>
+#include <type_traits>
+#include <utility>
+
 namespace grpo::trainer {
+
+namespace detail {
+template <class Map>
+struct StateKeyOf;
+template <class K, class... Rest>
+struct StateKeyOf<ska::flat_hash_map<K, Rest...>> {
+  using type = K;
+};
+}  // namespace detail
+
+// The key under which torch::optim keeps a parameter's state: the address of
+// its TensorImpl, as text in LibTorch 1.13 and as a pointer in later releases.
+using OptimizerStateKey = typename detail::StateKeyOf<
+    std::remove_reference_t<decltype(std::declval<torch::optim::Optimizer&>().state())>>::type;
+template <class Key = OptimizerStateKey>  // a template, so that only the branch for this LibTorch compiles
+Key optimizer_state_key(const at::Tensor& p) {
+  if constexpr (std::is_same_v<Key, std::string>) return c10::guts::to_string(p.unsafeGetTensorImpl());
+  else return static_cast<Key>(p.unsafeGetTensorImpl());
+}
 
 // torch::optim::AdamW's update (decoupled weight decay, bias-corrected
 // moments, epsilon added after the square root) with the same state, so

@@ -59,9 +59,9 @@ TEST(FusedAdamW, Float32FollowsLibTorchsAdamW) {
     EXPECT_TRUE(at::equal(ours[i], theirs[i])) << "parameter " << i << ": max difference "
                                                               << (ours[i] - theirs[i]).abs().max().item<float>();
     const auto& a = static_cast<torch::optim::AdamWParamState&>(*fused.state().at(
-        c10::guts::to_string(ours[i].unsafeGetTensorImpl())));
+        grpo::trainer::optimizer_state_key(ours[i])));
     const auto& b = static_cast<torch::optim::AdamWParamState&>(*reference.state().at(
-        c10::guts::to_string(theirs[i].unsafeGetTensorImpl())));
+        grpo::trainer::optimizer_state_key(theirs[i])));
     EXPECT_EQ(a.step(), 6);
     EXPECT_TRUE(at::equal(a.exp_avg(), b.exp_avg())) << i << " " << (a.exp_avg() - b.exp_avg()).abs().max().item<float>() << " " << b.exp_avg().abs().max().item<float>();
     EXPECT_TRUE(at::equal(a.exp_avg_sq(), b.exp_avg_sq())) << i;
@@ -121,7 +121,7 @@ TEST(FusedAdamW, BFloat16RoundsOnceFromFloat32Arithmetic) {
   }
   EXPECT_LT(ours_error, libtorch_error);  // LibTorch rounds each of its nine ops to bfloat16
   const auto& s = static_cast<torch::optim::AdamWParamState&>(
-      *fused.state().at(c10::guts::to_string(ours[0].unsafeGetTensorImpl())));
+      *fused.state().at(grpo::trainer::optimizer_state_key(ours[0])));
   EXPECT_EQ(s.exp_avg().scalar_type(), at::kBFloat16);  // moments in the weights' dtype, as LibTorch keeps them
 }
 
