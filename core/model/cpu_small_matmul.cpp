@@ -60,6 +60,7 @@ struct BF16Lanes {
   GRPO_AVX512 static Vec load(const T* p) { return (__m512bh)_mm512_loadu_si512(p); }
   GRPO_AVX512 static __m512 madd(__m512 acc, Vec w, Vec x) { return _mm512_dpbf16_ps(acc, w, x); }
 };
+#undef GRPO_AVX512
 
 // Sums for x rows [0, G) (x points at the group's first row) against the
 // kBlock weight rows at w.
@@ -139,17 +140,17 @@ at::Tensor small_linear(const at::Tensor& x, const at::Tensor& weight, const at:
   // A weight that is not laid out row by row (a transposed view) would cost a
   // copy of every weight per call: LibTorch reads it in place.
   if (!weight.is_contiguous() || !cpu_has(dtype)) return {};
-  const at::Tensor xc = x.contiguous(), &wc = weight;
+  const at::Tensor xc = x.contiguous();
   const at::Tensor bc = bias.defined() ? bias.contiguous() : bias;
   std::vector<int64_t> sizes = x.sizes().vec();
   sizes.back() = N;
   at::Tensor y = at::empty(sizes, x.options());
   const int64_t M = x.numel() / K;
   if (dtype == at::kFloat)
-    small_matmul<float>(xc.data_ptr<float>(), wc.data_ptr<float>(), bc.defined() ? bc.data_ptr<float>() : nullptr,
+    small_matmul<float>(xc.data_ptr<float>(), weight.data_ptr<float>(), bc.defined() ? bc.data_ptr<float>() : nullptr,
                         y.data_ptr<float>(), M, N, K);
   else
-    small_matmul<c10::BFloat16>(xc.data_ptr<c10::BFloat16>(), wc.data_ptr<c10::BFloat16>(),
+    small_matmul<c10::BFloat16>(xc.data_ptr<c10::BFloat16>(), weight.data_ptr<c10::BFloat16>(),
                                 bc.defined() ? bc.data_ptr<c10::BFloat16>() : nullptr, y.data_ptr<c10::BFloat16>(), M,
                                 N, K);
   g_count.fetch_add(1, std::memory_order_relaxed);

@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 
 #include <cmath>
+#include <vector>
 
 #include "model/cpu_float_math.h"
 
@@ -12,6 +13,7 @@ namespace {
 
 using model::cpu::detail::bf16_bits;
 using model::cpu::detail::bits_to_float;
+using torch::optim::OptimizerParamState;
 
 // Element types by their bits, so that the loop below vectorises.
 inline float widen(float x) { return x; }
@@ -54,33 +56,42 @@ void fused_update(at::Tensor& p, const at::Tensor& g, at::Tensor& m, at::Tensor&
   });
 }
 
-bool fusable(const at::Tensor& p, const at::Tensor& g, const torch::optim::AdamWParamState& s, bool amsgrad) {
+// Whether the loop takes p: a float32 or bfloat16 CPU tensor whose gradient
+// and moments (when they exist yet) are laid out as it is.
+bool fusable(const at::Tensor& p, const OptimizerParamState* state, bool amsgrad) {
   const auto dtype = p.scalar_type();
-  if (amsgrad || !p.device().is_cpu() || (dtype != at::kFloat && dtype != at::kBFloat16)) return false;
-  for (const at::Tensor* t : {&g, &s.exp_avg(), &s.exp_avg_sq()})
-    if (t->scalar_type() != dtype || !t->device().is_cpu() || !t->is_contiguous() || t->numel() != p.numel())
-      return false;
-  return p.is_contiguous();
-}
-
-// LibTorch's own sequence, for what the loop does not take.
-void op_update(at::Tensor& p, const at::Tensor& g, torch::optim::AdamWParamState& s,
-               const torch::optim::AdamWOptions& o, double bias_correction1, double bias_correction2) {
-  const auto [beta1, beta2] = o.betas();
-  s.exp_avg().mul_(beta1).add_(g, 1 - beta1);
-  s.exp_avg_sq().mul_(beta2).addcmul_(g, g, 1 - beta2);
-  at::Tensor second = s.exp_avg_sq();
-  if (o.amsgrad()) {
-    at::maximum_out(s.max_exp_avg_sq(), s.max_exp_avg_sq(), s.exp_avg_sq());
-    second = s.max_exp_avg_sq();
+  if (amsgrad || !p.device().is_cpu() || !p.is_contiguous() || (dtype != at::kFloat && dtype != at::kBFloat16))
+    return false;
+  std::vector<const at::Tensor*> others = {&p.grad()};
+  if (state) {
+    const auto& s = static_cast<const torch::optim::AdamWParamState&>(*state);
+    others.push_back(&s.exp_avg());
+    others.push_back(&s.exp_avg_sq());
   }
-  const at::Tensor denom = (second.sqrt() / std::sqrt(bias_correction2)).add_(o.eps());
-  p.addcdiv_(s.exp_avg(), denom, -o.lr() / bias_correction1);
+  for (const at::Tensor* t : others)
+    if (t->is_sparse() || t->scalar_type() != dtype || !t->device().is_cpu() || !t->is_contiguous() ||
+        t->numel() != p.numel())
+      return false;
+  return true;
 }
 
 }  // namespace
 
+bool FusedAdamW::all_fusable() {
+  for (auto& group : param_groups_) {
+    const bool amsgrad = static_cast<const torch::optim::AdamWOptions&>(group.options()).amsgrad();
+    for (auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      const auto it = state_.find(optimizer_state_key(p));
+      if (!fusable(p, it == state_.end() ? nullptr : it->second.get(), amsgrad)) return false;
+    }
+  }
+  return true;
+}
+
 at::Tensor FusedAdamW::step(LossClosure closure) {
+  // Another device, float16, amsgrad, a sparse or strided tensor: LibTorch's own step.
+  if (!all_fusable()) return torch::optim::AdamW::step(std::move(closure));
   at::NoGradGuard no_grad;
   at::Tensor loss;
   if (closure) {
@@ -91,15 +102,12 @@ at::Tensor FusedAdamW::step(LossClosure closure) {
     const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
-      const at::Tensor& g = p.grad();
-      TORCH_CHECK(!g.is_sparse(), "AdamW does not support sparse gradients");
       // Keyed as torch::optim::AdamW keys it: its save() and load() find the state.
       auto& slot = state_[optimizer_state_key(p)];
       if (!slot) {
         auto fresh = std::make_unique<torch::optim::AdamWParamState>();
         fresh->exp_avg(at::zeros_like(p, at::MemoryFormat::Preserve));
         fresh->exp_avg_sq(at::zeros_like(p, at::MemoryFormat::Preserve));
-        if (o.amsgrad()) fresh->max_exp_avg_sq(at::zeros_like(p, at::MemoryFormat::Preserve));
         slot = std::move(fresh);
       }
       auto& s = static_cast<torch::optim::AdamWParamState&>(*slot);
@@ -107,11 +115,6 @@ at::Tensor FusedAdamW::step(LossClosure closure) {
       const auto [beta1, beta2] = o.betas();
       const double bias_correction1 = 1 - std::pow(beta1, s.step());
       const double bias_correction2 = 1 - std::pow(beta2, s.step());
-      if (!fusable(p, g, s, o.amsgrad())) {
-        if (o.weight_decay() != 0) p.mul_(1 - o.lr() * o.weight_decay());
-        op_update(p, g, s, o, bias_correction1, bias_correction2);
-        continue;
-      }
       const Coefficients c{static_cast<float>(1 - o.lr() * o.weight_decay()),
                            static_cast<float>(beta1),
                            static_cast<float>(1 - beta1),
@@ -120,8 +123,8 @@ at::Tensor FusedAdamW::step(LossClosure closure) {
                            static_cast<float>(std::sqrt(bias_correction2)),
                            static_cast<float>(o.eps()),
                            static_cast<float>(o.lr() / bias_correction1)};
-      if (p.scalar_type() == at::kFloat) fused_update<float>(p, g, s.exp_avg(), s.exp_avg_sq(), c);
-      else fused_update<uint16_t>(p, g, s.exp_avg(), s.exp_avg_sq(), c);
+      if (p.scalar_type() == at::kFloat) fused_update<float>(p, p.grad(), s.exp_avg(), s.exp_avg_sq(), c);
+      else fused_update<uint16_t>(p, p.grad(), s.exp_avg(), s.exp_avg_sq(), c);
     }
   }
   return loss;

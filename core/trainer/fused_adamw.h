@@ -37,12 +37,15 @@ Key optimizer_state_key(const at::Tensor& p) {
 // the step took 1.4 s in float32 and 2.6 s in bfloat16 on 2 cores. Here a
 // float32 or bfloat16 parameter on the CPU is read and written once, the
 // arithmetic in float32 (as PyTorch's fused AdamW does for bfloat16), each of
-// weight and moments rounded once. Anything else (another device, float16,
-// amsgrad, non-contiguous tensors) takes LibTorch's ops.
+// weight and moments rounded once. A step with anything else (another
+// device, float16, amsgrad, non-contiguous tensors) is LibTorch's own.
 class FusedAdamW : public torch::optim::AdamW {
  public:
   using torch::optim::AdamW::AdamW;
   at::Tensor step(LossClosure closure = nullptr) override;
+
+ private:
+  bool all_fusable();
 };
 
 }  // namespace grpo::trainer

@@ -55,15 +55,15 @@ TEST(FusedAdamW, Float32FollowsLibTorchsAdamW) {
     reference.step();
   }
   for (size_t i = 0; i < ours.size(); ++i) {
-    // Same formula, same order; within a rounding or two of the weights.
-    EXPECT_TRUE(at::equal(ours[i], theirs[i])) << "parameter " << i << ": max difference "
-                                                              << (ours[i] - theirs[i]).abs().max().item<float>();
+    // Same formula, same order, the same fused multiply-adds: bitwise.
+    EXPECT_TRUE(at::equal(ours[i], theirs[i]))
+        << "parameter " << i << ": max difference " << (ours[i] - theirs[i]).abs().max().item<float>();
     const auto& a = static_cast<torch::optim::AdamWParamState&>(*fused.state().at(
         grpo::trainer::optimizer_state_key(ours[i])));
     const auto& b = static_cast<torch::optim::AdamWParamState&>(*reference.state().at(
         grpo::trainer::optimizer_state_key(theirs[i])));
     EXPECT_EQ(a.step(), 6);
-    EXPECT_TRUE(at::equal(a.exp_avg(), b.exp_avg())) << i << " " << (a.exp_avg() - b.exp_avg()).abs().max().item<float>() << " " << b.exp_avg().abs().max().item<float>();
+    EXPECT_TRUE(at::equal(a.exp_avg(), b.exp_avg())) << i;
     EXPECT_TRUE(at::equal(a.exp_avg_sq(), b.exp_avg_sq())) << i;
   }
   // The update moved every weight (the comparison above is not of two unchanged lists).
@@ -73,7 +73,7 @@ TEST(FusedAdamW, Float32FollowsLibTorchsAdamW) {
 
 TEST(FusedAdamW, WhatTheLoopDoesNotTakeRunsLibTorchsOpsBitwise) {
   for (bool amsgrad : {false, true}) {
-    // float64 and float16 parameters, amsgrad, a non-contiguous gradient: LibTorch's own sequence.
+    // float64 parameters, amsgrad, a non-contiguous gradient: LibTorch's own step.
     at::manual_seed(3);
     std::vector<at::Tensor> ours = {at::randn({40}, at::kDouble).requires_grad_(),
                                     at::randn({8, 6}, at::kDouble).requires_grad_()};
