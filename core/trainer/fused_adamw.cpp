@@ -77,6 +77,26 @@ bool fusable(const at::Tensor& p, const OptimizerParamState* state, bool amsgrad
 
 }  // namespace
 
+torch::optim::OptimizerParamState* FusedAdamW::state_of(const at::Tensor& p) {
+  // Keyed as torch::optim::AdamW keys it: its save() and load() find the state.
+  auto& slot = state_[optimizer_state_key(p)];
+  if (!slot) {
+    auto fresh = std::make_unique<torch::optim::AdamWParamState>();
+    fresh->exp_avg(at::zeros_like(p, at::MemoryFormat::Preserve));
+    fresh->exp_avg_sq(at::zeros_like(p, at::MemoryFormat::Preserve));
+    slot = std::move(fresh);
+  }
+  return slot.get();
+}
+
+void FusedAdamW::allocate_state() {
+  at::NoGradGuard no_grad;
+  for (auto& group : param_groups_) {
+    if (static_cast<const torch::optim::AdamWOptions&>(group.options()).amsgrad()) continue;  // LibTorch's step makes its state
+    for (auto& p : group.params()) state_of(p);
+  }
+}
+
 bool FusedAdamW::all_fusable() {
   for (auto& group : param_groups_) {
     const bool amsgrad = static_cast<const torch::optim::AdamWOptions&>(group.options()).amsgrad();
@@ -102,15 +122,7 @@ at::Tensor FusedAdamW::step(LossClosure closure) {
     const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
-      // Keyed as torch::optim::AdamW keys it: its save() and load() find the state.
-      auto& slot = state_[optimizer_state_key(p)];
-      if (!slot) {
-        auto fresh = std::make_unique<torch::optim::AdamWParamState>();
-        fresh->exp_avg(at::zeros_like(p, at::MemoryFormat::Preserve));
-        fresh->exp_avg_sq(at::zeros_like(p, at::MemoryFormat::Preserve));
-        slot = std::move(fresh);
-      }
-      auto& s = static_cast<torch::optim::AdamWParamState&>(*slot);
+      auto& s = static_cast<torch::optim::AdamWParamState&>(*state_of(p));
       s.step(s.step() + 1);
       const auto [beta1, beta2] = o.betas();
       const double bias_correction1 = 1 - std::pow(beta1, s.step());

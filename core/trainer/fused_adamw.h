@@ -44,8 +44,18 @@ class FusedAdamW : public torch::optim::AdamW {
   using torch::optim::AdamW::AdamW;
   at::Tensor step(LossClosure closure = nullptr) override;
 
+  // Gives every parameter without state its zero moments now, as its first
+  // step would. Made before the first forward, the moments lie below the
+  // activations in the heap (which is never trimmed: model/threads.cpp).
+  // Made by the first step, they take the space its activations freed, and
+  // the second step grows the heap by their size again, faulting in every
+  // new page: 2 GB of moments in bfloat16 at Qwen2.5-0.5B's size.
+  void allocate_state();
+
  private:
   bool all_fusable();
+  // p's state, made as torch::optim::AdamW makes it when p has none.
+  torch::optim::OptimizerParamState* state_of(const at::Tensor& p);
 };
 
 }  // namespace grpo::trainer

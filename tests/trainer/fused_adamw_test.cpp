@@ -8,6 +8,7 @@
 #include <torch/serialize.h>
 #include <torch/torch.h>
 
+#include "trainer/checkpoint.h"
 #include "trainer/fused_adamw.h"
 
 using grpo::trainer::FusedAdamW;
@@ -152,4 +153,50 @@ TEST(FusedAdamW, ItsStateIsLibTorchsAndParametersWithoutGradientsWait) {
   }
   for (size_t i = 0; i < ours.size(); ++i)
     EXPECT_TRUE(at::allclose(ours[i], resumed_params[i], 1e-6, 1e-7)) << "parameter " << i;
+}
+
+TEST(FusedAdamW, StateMadeBeforeTheFirstStepIsTheStateThatStepWouldMake) {
+  auto ours = params(at::kFloat, 5), theirs = copies(ours);
+  FusedAdamW fused(ours, options());
+  torch::optim::AdamW reference(theirs, options());
+  fused.allocate_state();
+  ASSERT_EQ(fused.state().size(), ours.size());
+  for (const auto& p : ours) {
+    const auto& s = static_cast<torch::optim::AdamWParamState&>(*fused.state().at(
+        grpo::trainer::optimizer_state_key(p)));
+    EXPECT_EQ(s.step(), 0);
+    EXPECT_TRUE(at::equal(s.exp_avg(), at::zeros_like(p)) && at::equal(s.exp_avg_sq(), at::zeros_like(p)));
+  }
+  // The last parameter has no gradient at the first step: it keeps its value and its step count.
+  for (int step = 0; step < 4; ++step) {
+    set_grads(ours, theirs, step);
+    if (step == 0) ours.back().mutable_grad() = theirs.back().mutable_grad() = at::Tensor();
+    fused.step();
+    reference.step();
+  }
+  for (size_t i = 0; i < ours.size(); ++i) {
+    EXPECT_TRUE(at::equal(ours[i], theirs[i])) << "parameter " << i;
+    const auto& s = static_cast<torch::optim::AdamWParamState&>(*fused.state().at(
+        grpo::trainer::optimizer_state_key(ours[i])));
+    EXPECT_EQ(s.step(), i + 1 == ours.size() ? 3 : 4) << i;
+  }
+}
+
+TEST(FusedAdamW, TheTrainersOptimizerHasItsMomentsAndGradientsBeforeTheFirstStep) {
+  auto ps = params(at::kBFloat16, 6);
+  ps.front().mutable_grad() = at::ones_like(ps.front());  // one left as it is
+  const auto optimizer = grpo::trainer::make_adamw(grpo::trainer::OptimizerSettings{}, ps);
+  ASSERT_NE(dynamic_cast<FusedAdamW*>(optimizer.get()), nullptr);
+  EXPECT_EQ(optimizer->state().size(), ps.size());
+  EXPECT_TRUE(at::equal(ps.front().grad(), at::ones_like(ps.front())));
+  for (size_t i = 1; i < ps.size(); ++i) {
+    ASSERT_TRUE(ps[i].grad().defined()) << i;
+    EXPECT_TRUE(at::equal(ps[i].grad(), at::zeros_like(ps[i]))) << i;
+    EXPECT_EQ(ps[i].grad().scalar_type(), at::kBFloat16) << i;
+  }
+  // A backward adds into the gradient made here, as it does from the second step on.
+  const at::Tensor before = ps[1].grad();
+  ps[1].sum().backward();
+  EXPECT_TRUE(ps[1].grad().is_same(before));
+  EXPECT_TRUE(at::equal(ps[1].grad(), at::ones_like(ps[1])));
 }
