@@ -28,7 +28,7 @@ int64_t small_linear_count() { return g_count.load(std::memory_order_relaxed); }
 #ifdef GRPO_SMALL_MATMUL
 namespace {
 
-// Float32, and bfloat16 below kLaneMinRows rows (further down).
+// Up to 4 rows, and float32 beyond 16 (lane kernels further down).
 // Weight rows per block and x rows per pass over it: each loaded vector of W
 // serves kGroup x rows, each loaded vector of x serves kBlock weight rows
 // (16 accumulators of the 32 registers). Further groups of x rows re-read the
@@ -43,23 +43,37 @@ using Sums = float[kGroup][kBlock];
 // is asked before either runs).
 #define GRPO_AVX512 __attribute__((target("avx512f,avx512bf16"), always_inline)) inline
 
+// A 4-byte unit of a row: one float32 value, or a pair of bfloat16 values
+// (what one lane of VDPBF16PS takes), read in place of the row's own type.
+using Unit = uint32_t __attribute__((may_alias));
+
 // One vector step of K for each element type: float32 by FMA; bfloat16 by
 // VDPBF16PS, which multiplies pairs of bfloat16 values exactly and adds them
-// into float32 lanes.
+// into float32 lanes. madd_unit: a lane kernel's step (below), the unit at w
+// times each lane's unit of x. kLaneBlock: weight rows per lane block, the
+// fastest of 8-20 measured at Qwen2.5-0.5B's shapes.
 struct F32Lanes {
   using T = float;
   using Vec = __m512;
   static constexpr int64_t kStep = 16;
+  static constexpr int kLaneBlock = 8;
   GRPO_AVX512 static Vec load(const T* p) { return _mm512_loadu_ps(p); }
   GRPO_AVX512 static __m512 madd(__m512 acc, Vec w, Vec x) { return _mm512_fmadd_ps(w, x, acc); }
+  GRPO_AVX512 static __m512 madd_unit(__m512 acc, const Unit* w, __m512i x) {
+    return _mm512_fmadd_ps(_mm512_set1_ps(*reinterpret_cast<const float*>(w)), _mm512_castsi512_ps(x), acc);
+  }
 };
 
 struct BF16Lanes {
   using T = c10::BFloat16;
   using Vec = __m512bh;
   static constexpr int64_t kStep = 32;
+  static constexpr int kLaneBlock = 12;
   GRPO_AVX512 static Vec load(const T* p) { return (__m512bh)_mm512_loadu_si512(p); }
   GRPO_AVX512 static __m512 madd(__m512 acc, Vec w, Vec x) { return _mm512_dpbf16_ps(acc, w, x); }
+  GRPO_AVX512 static __m512 madd_unit(__m512 acc, const Unit* w, __m512i x) {
+    return _mm512_dpbf16_ps(acc, (__m512bh)_mm512_set1_epi32(static_cast<int>(*w)), (__m512bh)x);
+  }
 };
 #undef GRPO_AVX512
 
@@ -104,80 +118,77 @@ void block(const T* x, const T* w, const T* bias, T* y, int64_t M, int64_t N, in
   }
 }
 
-// bfloat16 x rows from kLaneMinRows to 16 go the other way round: one x row
-// per float32 lane. x is regrouped once per call so that the vector for pair
-// p holds the pair (x[m][2p], x[m][2p+1]) of every row m, and each weight
-// pair is broadcast to all lanes, so one VDPBF16PS advances 16 rows' sums
-// with one weight pair. That is one vector load per kLaneBlock products,
-// where the kernel above loads a vector per 2 products at 16 rows, and no
-// sums across lanes at the end. At 16 rows over Qwen2.5-0.5B's weights it
-// ran 2.3-2.6x faster than the kernel above (27-28 ms against 62-80 ms for
-// one decode step's products, 2 threads), compute-bound at about two thirds
-// of VDPBF16PS's peak. Below kLaneMinRows the unused lanes cost more than
-// the loads saved.
+// From kLaneMinRows to kLanes x rows the product goes the other way round:
+// one x row per float32 lane. x is regrouped once per call so that the
+// vector for unit u holds unit u of every row, and each weight unit is
+// broadcast to all lanes, so one FMA (VDPBF16PS) advances 16 rows' sums with
+// one weight (pair). That is one vector load per kLaneBlock products, where
+// the kernel above loads a vector per 2 products at 16 rows, and no sums
+// across lanes at the end. One decode step's products over Qwen2.5-0.5B's
+// weights at 16 rows, 2 threads, standalone: bfloat16 27-28 ms against
+// 62-80 ms for the kernel above, float32 56-57 ms against 165-180 ms. Below
+// kLaneMinRows the unused lanes cost more than the loads saved (level at 4).
 constexpr int64_t kLaneMinRows = 5;
 constexpr int kLanes = 16;
-constexpr int kLaneBlock = 12;  // weight rows per block: 12 accumulators, the fastest of 8-20 measured
-static_assert(kSmallMatmulMaxRowsBF16 <= kLanes, "a bfloat16 x row per lane");
+static_assert(kSmallMatmulMaxRowsBF16 <= kLanes, "every bfloat16 x row in a lane");
 
-using Pair = uint32_t __attribute__((may_alias));  // two bfloat16 values, read as one
-
-// The kLaneBlock weight rows at w (`pairs` pairs each) against the regrouped
+// The kLaneBlock weight rows at w (`units` units each) against the regrouped
 // x, into out[j][m]. The next block's rows are fetched into cache meanwhile,
-// a line of each row per 16 pairs: the hardware prefetcher does not follow
+// a line of each row per 16 units: the hardware prefetcher does not follow
 // kLaneBlock streams read 4 bytes at a time.
-__attribute__((target("avx512f,avx512bf16"))) void lane_block(const Pair* xp, const Pair* w, const Pair* next,
-                                                              int64_t pairs, float* out) {
-  __m512 acc[kLaneBlock];
-  for (int j = 0; j < kLaneBlock; ++j) acc[j] = _mm512_setzero_ps();
-  for (int64_t p = 0; p < pairs; ++p) {
-    const __m512bh xv = (__m512bh)_mm512_loadu_si512(xp + p * kLanes);
-    if ((p & 15) == 0)
-      for (int j = 0; j < kLaneBlock; ++j) _mm_prefetch(reinterpret_cast<const char*>(next + j * pairs + p), _MM_HINT_T0);
-    for (int j = 0; j < kLaneBlock; ++j)
-      acc[j] = _mm512_dpbf16_ps(acc[j], (__m512bh)_mm512_set1_epi32(static_cast<int>(w[j * pairs + p])), xv);
+template <class L>
+__attribute__((target("avx512f,avx512bf16"))) void lane_block(const Unit* xp, const Unit* w, const Unit* next,
+                                                              int64_t units, float* out) {
+  constexpr int kRows = L::kLaneBlock;
+  __m512 acc[kRows];
+  for (int j = 0; j < kRows; ++j) acc[j] = _mm512_setzero_ps();
+  for (int64_t u = 0; u < units; ++u) {
+    const __m512i xv = _mm512_loadu_si512(xp + u * kLanes);
+    if ((u & 15) == 0)
+      for (int j = 0; j < kRows; ++j) _mm_prefetch(reinterpret_cast<const char*>(next + j * units + u), _MM_HINT_T0);
+    for (int j = 0; j < kRows; ++j) acc[j] = L::madd_unit(acc[j], w + j * units + u, xv);
   }
-  for (int j = 0; j < kLaneBlock; ++j) _mm512_storeu_ps(out + j * kLanes, acc[j]);
+  for (int j = 0; j < kRows; ++j) _mm512_storeu_ps(out + j * kLanes, acc[j]);
 }
 
-void lane_matmul(const c10::BFloat16* x, const c10::BFloat16* w, const c10::BFloat16* bias, c10::BFloat16* y,
-                 int64_t M, int64_t N, int64_t K) {
-  const int64_t pairs = K / 2;
-  std::vector<uint32_t> xp(pairs * kLanes, 0);  // [pair][row]; rows from M on stay zero
+template <class T>
+void lane_matmul(const T* x, const T* w, const T* bias, T* y, int64_t M, int64_t N, int64_t K) {
+  using L = LanesOf<T>;
+  constexpr int kRows = L::kLaneBlock;
+  const int64_t units = K * static_cast<int64_t>(sizeof(T)) / static_cast<int64_t>(sizeof(Unit));
+  std::vector<uint32_t> xp(units * kLanes, 0);  // [unit][row]; rows from M on stay zero
   for (int64_t m = 0; m < M; ++m) {
-    const Pair* row = reinterpret_cast<const Pair*>(x + m * K);
-    for (int64_t p = 0; p < pairs; ++p) xp[p * kLanes + m] = row[p];
+    const Unit* row = reinterpret_cast<const Unit*>(x + m * K);
+    for (int64_t u = 0; u < units; ++u) xp[u * kLanes + m] = row[u];
   }
-  const Pair* w2 = reinterpret_cast<const Pair*>(w);
+  const Unit* wu = reinterpret_cast<const Unit*>(w);
   auto store = [&](const float* out, int64_t n, int64_t rows) {
     for (int64_t m = 0; m < M; ++m)
       for (int64_t j = 0; j < rows; ++j)
-        y[m * N + n + j] =
-            static_cast<c10::BFloat16>(out[j * kLanes + m] + (bias ? static_cast<float>(bias[n + j]) : 0.f));
+        y[m * N + n + j] = static_cast<T>(out[j * kLanes + m] + (bias ? static_cast<float>(bias[n + j]) : 0.f));
   };
-  const int64_t grain = std::max<int64_t>(1, (64 << 10) / (kLaneBlock * K * 2));
-  const int64_t full = N / kLaneBlock;
+  const int64_t grain = std::max<int64_t>(1, (64 << 10) / (kRows * K * static_cast<int64_t>(sizeof(T))));
+  const int64_t full = N / kRows;
   at::parallel_for(0, full, grain, [&](int64_t begin, int64_t end) {
-    alignas(64) float out[kLaneBlock * kLanes];
+    alignas(64) float out[kRows * kLanes];
     for (int64_t b = begin; b < end; ++b) {
-      const Pair* block_w = w2 + b * kLaneBlock * pairs;
-      lane_block(xp.data(), block_w, b + 1 < end ? block_w + kLaneBlock * pairs : block_w, pairs, out);
-      store(out, b * kLaneBlock, kLaneBlock);
+      const Unit* block_w = wu + b * kRows * units;
+      lane_block<L>(xp.data(), block_w, b + 1 < end ? block_w + kRows * units : block_w, units, out);
+      store(out, b * kRows, kRows);
     }
   });
-  if (const int64_t rest = N - full * kLaneBlock) {  // the last rows, zero-padded to a block
-    std::vector<uint32_t> padded(kLaneBlock * pairs, 0);
-    std::memcpy(padded.data(), w2 + full * kLaneBlock * pairs, rest * pairs * sizeof(Pair));
-    alignas(64) float out[kLaneBlock * kLanes];
-    lane_block(xp.data(), padded.data(), padded.data(), pairs, out);
-    store(out, full * kLaneBlock, rest);
+  if (const int64_t rest = N - full * kRows) {  // the last rows, zero-padded to a block
+    std::vector<uint32_t> padded(kRows * units, 0);
+    std::memcpy(padded.data(), wu + full * kRows * units, rest * units * sizeof(Unit));
+    alignas(64) float out[kRows * kLanes];
+    lane_block<L>(xp.data(), padded.data(), padded.data(), units, out);
+    store(out, full * kRows, rest);
   }
 }
 
 template <class T>
 void small_matmul(const T* x, const T* w, const T* bias, T* y, int64_t M, int64_t N, int64_t K) {
-  if constexpr (std::is_same_v<T, c10::BFloat16>)
-    if (M >= kLaneMinRows) return lane_matmul(x, w, bias, y, M, N, K);
+  if (M >= kLaneMinRows && M <= kLanes) return lane_matmul(x, w, bias, y, M, N, K);
   // ~64 KB of weights per task at the least, so that a thread's share of a
   // small projection is not eaten by scheduling.
   const int64_t grain = std::max<int64_t>(1, (64 << 10) / (kBlock * K * static_cast<int64_t>(sizeof(T))));
