@@ -28,7 +28,7 @@ int64_t small_linear_count() { return g_count.load(std::memory_order_relaxed); }
 #ifdef GRPO_SMALL_MATMUL
 namespace {
 
-// Up to 4 rows, and float32 beyond 16 (lane kernels further down).
+// Up to 4 rows, and the last 1-4 of more than 16 (lane kernels further down).
 // Weight rows per block and x rows per pass over it: each loaded vector of W
 // serves kGroup x rows, each loaded vector of x serves kBlock weight rows
 // (16 accumulators of the 32 registers). Further groups of x rows re-read the
@@ -118,8 +118,8 @@ void block(const T* x, const T* w, const T* bias, T* y, int64_t M, int64_t N, in
   }
 }
 
-// From kLaneMinRows to kLanes x rows the product goes the other way round:
-// one x row per float32 lane. x is regrouped once per call so that the
+// From kLaneMinRows rows on the product goes the other way round, kLanes x
+// rows at a time: one x row per float32 lane. x is regrouped once per call so that the
 // vector for unit u holds unit u of every row, and each weight unit is
 // broadcast to all lanes, so one FMA (VDPBF16PS) advances 16 rows' sums with
 // one weight (pair). That is one vector load per kLaneBlock products, where
@@ -130,7 +130,6 @@ void block(const T* x, const T* w, const T* bias, T* y, int64_t M, int64_t N, in
 // kLaneMinRows the unused lanes cost more than the loads saved (level at 4).
 constexpr int64_t kLaneMinRows = 5;
 constexpr int kLanes = 16;
-static_assert(kSmallMatmulMaxRowsBF16 <= kLanes, "every bfloat16 x row in a lane");
 
 // The kLaneBlock weight rows at w (`units` units each) against the regrouped
 // x, into out[j][m]. The next block's rows are fetched into cache meanwhile,
@@ -188,7 +187,10 @@ void lane_matmul(const T* x, const T* w, const T* bias, T* y, int64_t M, int64_t
 
 template <class T>
 void small_matmul(const T* x, const T* w, const T* bias, T* y, int64_t M, int64_t N, int64_t K) {
-  if (M >= kLaneMinRows && M <= kLanes) return lane_matmul(x, w, bias, y, M, N, K);
+  // 16 rows at a time a row per lane; fewer than kLaneMinRows left, a block of weight rows per pass.
+  for (; M >= kLaneMinRows; x += kLanes * K, y += kLanes * N, M -= std::min<int64_t>(M, kLanes))
+    lane_matmul(x, w, bias, y, std::min<int64_t>(M, kLanes), N, K);
+  if (M == 0) return;
   // ~64 KB of weights per task at the least, so that a thread's share of a
   // small projection is not eaten by scheduling.
   const int64_t grain = std::max<int64_t>(1, (64 << 10) / (kBlock * K * static_cast<int64_t>(sizeof(T))));

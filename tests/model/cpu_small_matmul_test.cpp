@@ -50,10 +50,10 @@ void expect_close(const at::Tensor& got, const at::Tensor& x, const at::Tensor& 
 TEST_P(SmallMatmul, MatchesTheExactProductAtEveryShape) {
   ASSERT_EQ(cpu_runs(dtype()), cpu::small_linear(randn({1, 32}), randn({4, 32}), {}).defined());
   if (!cpu_runs(dtype())) return;  // asserted above: on this CPU the caller keeps at::linear
-  // 1-4 and float32's 17 on: a block of weight rows per pass; 5-16: a row per lane.
-  std::vector<int64_t> row_counts = {1, 2, 3, 4, 5, 7, 16};
-  if (max_rows() > 16) row_counts.insert(row_counts.end(), {17, max_rows()});
-  for (int64_t rows : row_counts)
+  // 1-4: a block of weight rows per pass; from 5 on, 16 rows at a time a row per lane, and a last
+  // group of 1-4 rows (17) a block per pass.
+  for (int64_t rows : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}, int64_t{5}, int64_t{7}, int64_t{16},
+                       int64_t{17}, int64_t{21}, max_rows()})
     for (int64_t K : {32, 96, 896})
       for (int64_t N : {1, 4, 7, 130}) {
         at::Tensor x = randn({rows, K}), w = randn({N, K}), b = randn({N});
