@@ -155,7 +155,9 @@ void lane_matmul(const T* x, const T* w, const T* bias, T* y, int64_t M, int64_t
   using L = LanesOf<T>;
   constexpr int kRows = L::kLaneBlock;
   const int64_t units = K * static_cast<int64_t>(sizeof(T)) / static_cast<int64_t>(sizeof(Unit));
-  std::vector<uint32_t> xp(units * kLanes, 0);  // [unit][row]; rows from M on stay zero
+  // [unit][row]; rows from M on stay zero. Kept per thread: 168 calls per decode step would each allocate it.
+  static thread_local std::vector<uint32_t> xp;
+  xp.assign(units * kLanes, 0);
   for (int64_t m = 0; m < M; ++m) {
     const Unit* row = reinterpret_cast<const Unit*>(x + m * K);
     for (int64_t u = 0; u < units; ++u) xp[u * kLanes + m] = row[u];
