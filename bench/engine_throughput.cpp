@@ -6,7 +6,7 @@
 //    own layer and lm_head shapes at that batch, and vs memory bandwidth
 //    (weights read per step);
 //  - with --peer, the same decode by a plain PyTorch eager implementation
-//    (bench/peer/qwen2_peer.py under Debian's python3-torch) and our/peer ratios;
+//    (bench/peer/qwen2_peer.py on the torch wheel LibTorch came from) and our/peer ratios;
 //  - prefill and log-probability pass tokens/s;
 //  - prefix sharing: a G=8 group prefilled once vs eight times;
 //  - peak RSS.

@@ -1,4 +1,4 @@
-// Runs the plain PyTorch peer (bench/peer/qwen2_peer.py, Debian's python3-torch)
+// Runs the plain PyTorch peer (bench/peer/qwen2_peer.py, the torch wheel LibTorch came from)
 // on a model of the same shape, so benchmarks print our/peer ratios measured in
 // the same run.
 #pragma once
@@ -28,7 +28,7 @@ inline std::map<int64_t, double> peer_decode(const model::ModelConfig& c, at::Sc
   std::ofstream(config) << c.to_json().dump();  // the peer reads the shape fields it needs
   std::string list;
   for (int64_t b : batches) list += (list.empty() ? "" : ",") + std::to_string(b);
-  const std::string cmd = std::string("/usr/bin/python3 ") + GRPO_SOURCE_DIR + "/bench/peer/qwen2_peer.py decode --config " +
+  const std::string cmd = std::string(GRPO_TORCH_PYTHON) + " " + GRPO_SOURCE_DIR + "/bench/peer/qwen2_peer.py decode --config " +
                           config.string() + " --dtype " + (dtype == at::kFloat ? "float32" : "bfloat16") +
                           " --batches " + list + " --prompt " + std::to_string(prompt) + " --new_tokens " +
                           std::to_string(new_tokens) + " --threads " + std::to_string(at::get_num_threads());
@@ -37,7 +37,7 @@ inline std::map<int64_t, double> peer_decode(const model::ModelConfig& c, at::Sc
     if (j.contains("batch")) out[j["batch"].get<int64_t>()] = j["tokens_per_s"].get<double>();
   fs::remove(config);
   if (out.size() != batches.size())
-    std::fprintf(stderr, "the peer did not run (it needs Debian's python3-torch: scripts/setup.sh --bench); "
+    std::fprintf(stderr, "the peer did not run (it runs on the torch wheel LibTorch came from: scripts/setup.sh installs it); "
                          "rerun its command above to see why\n");
   return out;
 }

@@ -11,8 +11,8 @@
 // times a GRPO step at a real model's shape (random weights, the Qwen3
 // tokenizer of tests/data): 2 prompts x G 8, 64 new tokens, full-vocabulary
 // sampling, beta 0, every weight trained in that dtype, against the same step
-// taken by the plain PyTorch peer (bench/peer/qwen2_peer.py step, Debian's
-// python3-torch) in the same run.
+// taken by the plain PyTorch peer (bench/peer/qwen2_peer.py step, on the
+// torch wheel LibTorch came from) in the same run.
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -66,7 +66,7 @@ int real_shape_step(const std::string& shape, const std::string& dtype, int step
   int n = 0;
   if (!run_and_sum(train, out, ours, n)) return 1;
   // --prompt 17: about the chat-formatted quickstart prompts' length in the Qwen3 tokenizer.
-  const std::string peer_cmd = "/usr/bin/python3 " + src + "/bench/peer/qwen2_peer.py step --config " +
+  const std::string peer_cmd = std::string(GRPO_TORCH_PYTHON) + " " + src + "/bench/peer/qwen2_peer.py step --config " +
                                (model / "config.json").string() + " --prompts 2 --generations 8 --prompt 17"
                                " --new_tokens 64 --runs " + std::to_string(n) + " --threads " + std::to_string(threads) +
                                " --dtype " + dtype;
@@ -96,7 +96,7 @@ int real_shape_step(const std::string& shape, const std::string& dtype, int step
   };
   row("grpo", ours, n);
   if (peer_n == 0) {
-    std::fprintf(stderr, "the peer did not run (it needs Debian's python3-torch: scripts/setup.sh --bench); "
+    std::fprintf(stderr, "the peer did not run (it runs on the torch wheel LibTorch came from: scripts/setup.sh installs it); "
                          "rerun its command above to see why\n");
     return 1;
   }

@@ -1,33 +1,101 @@
 #!/usr/bin/env bash
-# On the GPU machine: build against the PyTorch wheel's LibTorch (2.x, CUDA),
-# run the `gpu`-labelled tests and the benchmarks in bfloat16 — one call,
-# under 10 minutes. Needs no network: Debian packages the build uses must
-# already be there (scripts/setup.sh installs what is missing when it can).
-set -euo pipefail
+# On the GPU machine, in one device call of at most 8 minutes: build against the
+# machine's own torch wheel (LibTorch 2.x with CUDA), run the `gpu`-labelled
+# tests, then the whole suite, then the GPU benchmark, and write at most 8 files
+# under $OUT. The machine has a toolchain, nvcc and torch but no network and no
+# Debian -dev packages: the libraries come as .deb files in gpu-carry/
+# (scripts/gpu-carry.sh makes it here), unpacked into a prefix, never into /.
+#
+#   run(command="bash scripts/gpu-check.sh", carry=["gpu-carry"], timeout_s=540)
+#
+# Each phase has a deadline within GPU_CHECK_BUDGET seconds (default 460), so
+# the results of the phases that finished always come back.
+set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT="${OUT:-gpu-check-out}"
+ROOT="$PWD"
+OUT="${OUT:-$ROOT/gpu-check-out}"
 mkdir -p "$OUT"
+CARRY="${GRPO_CARRY:-$ROOT/gpu-carry}"
+BUILD_DIR="${BUILD_DIR:-$ROOT/build-gpu}"
+PREFIX="$BUILD_DIR-prefix"
+JOBS="$(nproc)"
+START=$(date +%s)
+BUDGET="${GPU_CHECK_BUDGET:-460}"
+SUMMARY="$OUT/summary.txt"
+: >"$SUMMARY"
+note() { echo "gpu-check: $*" | tee -a "$SUMMARY"; }
+left() { echo $((BUDGET - ($(date +%s) - START))); }
+# phase NAME SECONDS_TO_KEEP_FOR_LATER CMD...: runs CMD with what is left of the
+# budget less what the later phases need; records its time and exit status.
+phase() {
+  local name=$1 keep=$2
+  shift 2
+  local t0 limit rc
+  t0=$(date +%s)
+  limit=$(($(left) - keep))
+  if ((limit < 5)); then
+    note "$name: skipped (no time left)"
+    return 1
+  fi
+  timeout --kill-after=5 "$limit" "$@"
+  rc=$?
+  note "$name: exit $rc in $(($(date +%s) - t0)) s"
+  return $rc
+}
 
-if ! command -v cmake >/dev/null || ! dpkg -s libyaml-cpp-dev >/dev/null 2>&1; then
-  bash scripts/setup.sh || echo "gpu-check: setup could not install everything; trying the build anyway"
+# The machine's torch, read before the prefix's libraries are on the search path.
+PYTHON="${GRPO_PYTHON:-python3}"
+TORCH_PREFIX="$("$PYTHON" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')"
+"$PYTHON" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda,
+  torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no device")' | tee "$OUT/device.txt"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >>"$OUT/device.txt" 2>&1
+{ g++ --version | head -1; cmake --version | head -1; nvcc --version | tail -2 | head -1; } >>"$OUT/device.txt" 2>&1
+
+CMAKE_ARGS=(-DCMAKE_BUILD_TYPE=Release "-DTorch_DIR=$TORCH_PREFIX/Torch" "-DGRPO_TORCH_PYTHON=$PYTHON"
+            -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_POLICY_VERSION_MINIMUM=3.5)
+command -v ninja >/dev/null && CMAKE_ARGS+=(-G Ninja)
+if [ -d "$CARRY/debs" ]; then
+  # Debian's libraries in a prefix: absolute links re-pointed into it, and
+  # Debian's pkgconf reading only its .pc files, with the prefix as sysroot.
+  rm -rf "$PREFIX"
+  mkdir -p "$PREFIX/bin"
+  for deb in "$CARRY"/debs/*.deb; do dpkg-deb -x "$deb" "$PREFIX"; done
+  find "$PREFIX" -type l -lname '/*' | while read -r link; do
+    ln -sfn "$PREFIX$(readlink "$link")" "$link"
+  done
+  LIBDIR="$PREFIX/usr/lib/x86_64-linux-gnu"
+  cat >"$PREFIX/bin/pkg-config" <<EOF
+#!/bin/sh
+PKG_CONFIG_LIBDIR="$LIBDIR/pkgconfig:$PREFIX/usr/share/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$PREFIX" \
+LD_LIBRARY_PATH="$LIBDIR" exec "$PREFIX/usr/bin/pkgconf" "\$@"
+EOF
+  chmod +x "$PREFIX/bin/pkg-config"
+  export PATH="$PREFIX/bin:$PATH" LD_LIBRARY_PATH="$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  CMAKE_ARGS+=("-DCMAKE_PREFIX_PATH=$PREFIX/usr" "-DPKG_CONFIG_EXECUTABLE=$PREFIX/bin/pkg-config"
+               "-DCMAKE_CXX_FLAGS=-isystem $PREFIX/usr/include")
+  note "prefix: $(ls "$CARRY"/debs/*.deb | wc -l) Debian packages unpacked into $PREFIX"
+else
+  note "no $CARRY/debs: using the machine's own libraries (scripts/gpu-carry.sh makes the folder)"
 fi
-TORCH_PREFIX="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')"
-python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(0))' \
-  | tee "$OUT/device.txt"
 
-BUILD_DIR="${BUILD_DIR:-build-gpu}"
-GEN=()
-command -v ninja >/dev/null && GEN=(-G Ninja)
-cmake -S . -B "$BUILD_DIR" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$TORCH_PREFIX" \
-  -DCMAKE_CUDA_ARCHITECTURES=90 2>&1 | tail -20 | tee "$OUT/configure.log"
-cmake --build "$BUILD_DIR" -j "$(nproc)" 2>&1 | tail -40 | tee "$OUT/build.log"
+phase configure 400 cmake -S . -B "$BUILD_DIR" "${CMAKE_ARGS[@]}" >"$OUT/configure.log" 2>&1 || {
+  tail -40 "$OUT/configure.log" >&2
+  exit 1
+}
+# The GPU tests first, so that their result comes back whatever happens later.
+phase build-gpu-tests 300 cmake --build "$BUILD_DIR" -j "$JOBS" --target gpu_test >"$OUT/build.log" 2>&1
+(cd "$BUILD_DIR" && phase ctest-gpu 280 ctest -L gpu --output-on-failure >"$OUT/ctest-gpu.log" 2>&1)
+phase build-all 150 cmake --build "$BUILD_DIR" -j "$JOBS" >>"$OUT/build.log" 2>&1
+(cd "$BUILD_DIR" && phase ctest-all 40 ctest -LE gpu -j "$JOBS" --output-on-failure >"$OUT/ctest.log" 2>&1)
+phase bench-engine 0 "$BUILD_DIR/bin/bench_engine" --shape qwen2.5-0.5b --dtype bfloat16 --device cuda \
+  >"$OUT/bench_engine.txt" 2>&1
 
-# GPU tests, then the whole suite (it must pass against LibTorch 2.x as well).
-(cd "$BUILD_DIR" && ctest -L gpu --output-on-failure 2>&1 | tee "$OUT/ctest-gpu.log")
-(cd "$BUILD_DIR" && ctest -LE gpu -j "$(nproc)" --output-on-failure 2>&1 | tail -30 | tee "$OUT/ctest.log")
-
-# Benchmarks.
-"$BUILD_DIR/bin/bench_engine" --dtype bfloat16 --device cuda 2>&1 | tee "$OUT/bench_engine.txt" || true
-"$BUILD_DIR/bin/bench_rewards" --n 4000 2>&1 | tee "$OUT/bench_rewards.txt" || true
-"$BUILD_DIR/bin/bench_tokenizer" 2>&1 | tee "$OUT/bench_tokenizer.txt" || true
-echo "gpu-check: results in $OUT"
+# Logs are cut to what reads in a reply: the failures and the closing lines.
+for f in build.log ctest.log; do
+  if [ -f "$OUT/$f" ]; then
+    { grep -E "FAILED|error:|Error" "$OUT/$f" | head -60; echo ...; tail -60 "$OUT/$f"; } >"$OUT/$f.cut"
+    mv "$OUT/$f.cut" "$OUT/$f"
+  fi
+done
+grep -hE "tests passed|tests failed" "$OUT"/ctest*.log | tee -a "$SUMMARY"
+note "total $(($(date +%s) - START)) s"

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Installs every Debian package the project needs to build, test and run
-# (scripts/setup.sh --bench: and to run the benchmarks' PyTorch peer).
+# Installs every Debian package the project needs to build, test and run, and
+# LibTorch: the pinned PyTorch wheel from PyPI in the project's .venv (or
+# $GRPO_VENV), which CMake finds with no flags and the benchmarks' peer runs on.
 # Idempotent: only what is missing is installed, so a second run is a no-op.
 set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
-  libtorch-dev libgloo-dev            # LibTorch 1.13 (CPU); Gloo headers for c10d
+  libgloo-dev                         # Gloo headers for c10d (the wheel ships gloo's library, not its headers)
   libopenblas0-openmp                 # replaces reference BLAS behind libblas.so.3 (12x matmul)
   libboost-dev                        # Boost.DLL (header-only) for plugin loading
   libyaml-cpp-dev libspdlog-dev libfmt-dev
@@ -21,9 +22,10 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev            # libFuzzer and the sanitizers (scripts/fuzz.sh)
 )
-# --bench: also the plain PyTorch peer that bench_engine --peer and bench_step --shape measure against.
-if [ "${1:-}" = "--bench" ]; then PACKAGES+=(python3-torch); fi
 
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
 missing=()
 for p in "${PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
@@ -33,11 +35,25 @@ done
 
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"
-  SUDO=""
-  if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
-  export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 else
   echo "setup: all packages present"
+fi
+
+# torch 2.11.0: PyPI's Linux wheel of that release is built for CUDA 13.0 (the
+# toolkit here) and is the release on the GPU machine (2.11.0+cu130), so the
+# LibTorch tested here is the one GPU users run. It runs on the CPU without a
+# GPU; its CUDA libraries come as nvidia-* wheels beside it.
+TORCH_PIN="2.11.0"
+VENV="${GRPO_VENV:-$(cd "$(dirname "$0")/.." && pwd)/.venv}"
+if "$VENV/bin/python" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_PIN')" 2>/dev/null; then
+  echo "setup: torch $TORCH_PIN present in $VENV"
+else
+  echo "setup: installing torch==$TORCH_PIN into $VENV"
+  if ! python3 -m venv "$VENV" 2>/dev/null; then
+    $SUDO apt-get install -y -qq --no-install-recommends python3-venv
+    python3 -m venv "$VENV"
+  fi
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check "torch==$TORCH_PIN"
 fi

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """The peer that bench_engine measures grpo's engine against: a plain PyTorch eager
 Qwen2 decoder, written from the architecture (RMSNorm, rotary embeddings,
 grouped-query attention with q/k/v biases and a preallocated KV cache, SwiGLU MLP,
@@ -6,17 +6,17 @@ tied lm_head), sampling with softmax and torch.multinomial over the whole
 vocabulary, as a user's own PyTorch loop would. Weights are random (speed does
 not depend on their values); no token ends a sequence early.
 
-    /usr/bin/python3 bench/peer/qwen2_peer.py decode --config config.json --dtype bfloat16 \\
+    .venv/bin/python bench/peer/qwen2_peer.py decode --config config.json --dtype bfloat16 \\
         --batches 1,16,64 --prompt 16 --new_tokens 32 --threads 2
 
 prints one JSON line per batch: {"dtype", "batch", "tokens_per_s"}.
 
-    /usr/bin/python3 bench/peer/qwen2_peer.py step --config config.json --prompts 2 --generations 8 \
+    .venv/bin/python bench/peer/qwen2_peer.py step --config config.json --prompts 2 --generations 8 \
         --prompt 32 --new_tokens 64 --runs 2
 
 times GRPO steps in float32 after a warm-up step (see grpo_step) and prints one
-JSON line per step: {"step_s", "generate_s", "train_s"}. Runs under Debian's
-python3-torch (1.13).
+JSON line per step: {"step_s", "generate_s", "train_s"}. Runs on the torch wheel
+the project builds against (scripts/setup.sh pins it).
 """
 import argparse
 import json

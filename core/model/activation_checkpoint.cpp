@@ -1,5 +1,6 @@
 #include "model/activation_checkpoint.h"
 
+#include <ATen/core/grad_mode.h>
 #include <torch/autograd.h>
 #include <torch/custom_class.h>
 

@@ -162,6 +162,9 @@ void lane_matmul(const T* x, const T* w, const T* bias, T* y, int64_t M, int64_t
     const Unit* row = reinterpret_cast<const Unit*>(x + m * K);
     for (int64_t u = 0; u < units; ++u) xp[u * kLanes + m] = row[u];
   }
+  // The pool's workers run the blocks: they read the caller's buffer through
+  // this pointer (naming xp inside the task would be each worker's own, empty one).
+  const uint32_t* xpd = xp.data();
   const Unit* wu = reinterpret_cast<const Unit*>(w);
   auto store = [&](const float* out, int64_t n, int64_t rows) {
     for (int64_t m = 0; m < M; ++m)
@@ -174,7 +177,7 @@ void lane_matmul(const T* x, const T* w, const T* bias, T* y, int64_t M, int64_t
     alignas(64) float out[kRows * kLanes];
     for (int64_t b = begin; b < end; ++b) {
       const Unit* block_w = wu + b * kRows * units;
-      lane_block<L>(xp.data(), block_w, b + 1 < end ? block_w + kRows * units : block_w, units, out);
+      lane_block<L>(xpd, block_w, b + 1 < end ? block_w + kRows * units : block_w, units, out);
       store(out, b * kRows, kRows);
     }
   });
@@ -182,7 +185,7 @@ void lane_matmul(const T* x, const T* w, const T* bias, T* y, int64_t M, int64_t
     std::vector<uint32_t> padded(kRows * units, 0);
     std::memcpy(padded.data(), wu + full * kRows * units, rest * units * sizeof(Unit));
     alignas(64) float out[kRows * kLanes];
-    lane_block<L>(xp.data(), padded.data(), padded.data(), units, out);
+    lane_block<L>(xpd, padded.data(), padded.data(), units, out);
     store(out, full * kRows, rest);
   }
 }

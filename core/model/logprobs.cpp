@@ -1,5 +1,6 @@
 #include "model/logprobs.h"
 
+#include <ATen/core/grad_mode.h>
 #include <torch/autograd.h>
 
 namespace grpo::model {

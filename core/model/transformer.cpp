@@ -63,7 +63,7 @@ at::Tensor AttentionImpl::forward(const at::Tensor& x, const at::Tensor& cos, co
     q = q.reshape({B, kv_heads_, n_rep * T, head_dim_});
     at::Tensor grouped_mask = mask.unsqueeze(2).expand({B, 1, n_rep, T, S}).reshape({B, 1, n_rep * T, S});
     at::Tensor out = attention(q, k, v, grouped_mask, 1.0 / std::sqrt(static_cast<double>(head_dim_)));
-    return o_proj(out.view({B, heads_, T, head_dim_}).transpose(1, 2).reshape({B, T, heads_ * head_dim_}));
+    return o_proj(out.reshape({B, heads_, T, head_dim_}).transpose(1, 2).reshape({B, T, heads_ * head_dim_}));
   }
   at::Tensor out = attention(q, k, v, mask, 1.0 / std::sqrt(static_cast<double>(head_dim_)));  // [B, Hq, T, D]
   return o_proj(out.transpose(1, 2).reshape({B, T, heads_ * head_dim_}));

@@ -1,5 +1,6 @@
 #include "trainer/checkpoint.h"
 
+#include <ATen/core/grad_mode.h>
 #include <algorithm>
 #include <filesystem>
 #include <fstream>

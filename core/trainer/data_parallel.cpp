@@ -1,5 +1,6 @@
 #include "trainer/data_parallel.h"
 
+#include <ATen/core/grad_mode.h>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>

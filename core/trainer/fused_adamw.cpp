@@ -1,5 +1,6 @@
 #include "trainer/fused_adamw.h"
 
+#include <ATen/core/grad_mode.h>
 #include <ATen/Parallel.h>
 
 #include <cmath>

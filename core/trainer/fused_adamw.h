@@ -1,7 +1,6 @@
 // AdamW in one pass over each parameter.
 #pragma once
 
-#include <c10/util/string_utils.h>
 #include <torch/optim/adamw.h>
 
 #include <string>
@@ -20,13 +19,11 @@ struct StateKeyOf<ska::flat_hash_map<K, Rest...>> {
 }  // namespace detail
 
 // The key under which torch::optim keeps a parameter's state: the address of
-// its TensorImpl, as text in LibTorch 1.13 and as a pointer in later releases.
+// its TensorImpl.
 using OptimizerStateKey = typename detail::StateKeyOf<
     std::remove_reference_t<decltype(std::declval<torch::optim::Optimizer&>().state())>>::type;
-template <class Key = OptimizerStateKey>  // a template, so that only the branch for this LibTorch compiles
-Key optimizer_state_key(const at::Tensor& p) {
-  if constexpr (std::is_same_v<Key, std::string>) return c10::guts::to_string(p.unsafeGetTensorImpl());
-  else return static_cast<Key>(p.unsafeGetTensorImpl());
+inline OptimizerStateKey optimizer_state_key(const at::Tensor& p) {
+  return static_cast<OptimizerStateKey>(p.unsafeGetTensorImpl());
 }
 
 // torch::optim::AdamW's update (decoupled weight decay, bias-corrected

@@ -1,5 +1,7 @@
 #include "trainer/gradient_buckets.h"
 
+#include <ATen/core/grad_mode.h>
+
 namespace grpo::trainer {
 
 std::vector<ParamRange> runs(const std::vector<at::Tensor>& params, const std::vector<int>& owner, int64_t bytes) {

@@ -1,5 +1,6 @@
 #include "trainer/grpo_loss.h"
 
+#include <ATen/core/grad_mode.h>
 #include <sstream>
 #include <stdexcept>
 #include <string>

@@ -1,5 +1,6 @@
 #include "trainer/importance_sampling.h"
 
+#include <ATen/core/grad_mode.h>
 #include <stdexcept>
 
 namespace grpo::trainer {
