@@ -3,8 +3,9 @@
 # machine's own torch wheel (LibTorch 2.x with CUDA), run the `gpu`-labelled
 # tests, then the whole suite, then the GPU benchmark, and write at most 8 files
 # under $OUT. The machine has a toolchain, nvcc and torch but no network and no
-# Debian -dev packages: the libraries come as .deb files in gpu-carry/
-# (scripts/gpu-carry.sh makes it here), unpacked into a prefix, never into /.
+# Debian -dev packages: the libraries come from Debian's packages as one
+# relocatable prefix in gpu-carry/ (scripts/gpu-carry.sh makes it here),
+# unpacked beside the build, never into /.
 #
 #   run(command="bash scripts/gpu-check.sh", carry=["gpu-carry"], timeout_s=540)
 #
@@ -54,28 +55,25 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >>
 CMAKE_ARGS=(-DCMAKE_BUILD_TYPE=Release "-DTorch_DIR=$TORCH_PREFIX/Torch" "-DGRPO_TORCH_PYTHON=$PYTHON"
             -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_POLICY_VERSION_MINIMUM=3.5)
 command -v ninja >/dev/null && CMAKE_ARGS+=(-G Ninja)
-if [ -d "$CARRY/debs" ]; then
-  # Debian's libraries in a prefix: absolute links re-pointed into it, and
-  # Debian's pkgconf reading only its .pc files, with the prefix as sysroot.
+if [ -f "$CARRY/debian-prefix.tar.xz" ]; then
+  # Debian's libraries in a prefix, and Debian's pkgconf reading only its .pc
+  # files, with the prefix as sysroot.
   rm -rf "$PREFIX"
   mkdir -p "$PREFIX/bin"
-  for deb in "$CARRY"/debs/*.deb; do dpkg-deb -x "$deb" "$PREFIX"; done
-  find "$PREFIX" -type l -lname '/*' | while read -r link; do
-    ln -sfn "$PREFIX$(readlink "$link")" "$link"
-  done
+  tar -xJf "$CARRY/debian-prefix.tar.xz" -C "$PREFIX"
   LIBDIR="$PREFIX/usr/lib/x86_64-linux-gnu"
   cat >"$PREFIX/bin/pkg-config" <<EOF
 #!/bin/sh
-PKG_CONFIG_LIBDIR="$LIBDIR/pkgconfig:$PREFIX/usr/share/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$PREFIX" \
+PKG_CONFIG_LIBDIR="$LIBDIR/pkgconfig:$PREFIX/usr/share/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$PREFIX" \\
 LD_LIBRARY_PATH="$LIBDIR" exec "$PREFIX/usr/bin/pkgconf" "\$@"
 EOF
   chmod +x "$PREFIX/bin/pkg-config"
   export PATH="$PREFIX/bin:$PATH" LD_LIBRARY_PATH="$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   CMAKE_ARGS+=("-DCMAKE_PREFIX_PATH=$PREFIX/usr" "-DPKG_CONFIG_EXECUTABLE=$PREFIX/bin/pkg-config"
                "-DCMAKE_CXX_FLAGS=-isystem $PREFIX/usr/include")
-  note "prefix: $(ls "$CARRY"/debs/*.deb | wc -l) Debian packages unpacked into $PREFIX"
+  note "prefix: $(wc -l <"$CARRY/packages.txt") Debian packages unpacked into $PREFIX"
 else
-  note "no $CARRY/debs: using the machine's own libraries (scripts/gpu-carry.sh makes the folder)"
+  note "no $CARRY/debian-prefix.tar.xz: using the machine's own libraries (scripts/gpu-carry.sh makes it)"
 fi
 
 phase configure 400 cmake -S . -B "$BUILD_DIR" "${CMAKE_ARGS[@]}" >"$OUT/configure.log" 2>&1 || {
