@@ -4,8 +4,10 @@
 # A CUDA wheel makes this a CUDA build: libtorch_cuda is linked, GRPO_WITH_CUDA
 # is defined and the CUDA-only sources compile (the toolkit must be present).
 
+option(GRPO_CUDA "Build the CUDA parts when LibTorch has CUDA" ON)
+get_filename_component(_grpo_root "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
 if(NOT Torch_DIR)
-  set(_grpo_pythons "$ENV{GRPO_PYTHON}" "${PROJECT_SOURCE_DIR}/.venv/bin/python")
+  set(_grpo_pythons "$ENV{GRPO_PYTHON}" "${_grpo_root}/.venv/bin/python")
   find_program(_grpo_system_python NAMES python3 python)
   list(APPEND _grpo_pythons "${_grpo_system_python}")
   foreach(_py IN LISTS _grpo_pythons)
@@ -135,7 +137,7 @@ endif()
 # CUDA: the wheel decides. Its CMake config has already found the toolkit
 # (it cannot be used without one); nvcc compiles our .cu files for sm_90 at least.
 set(GRPO_WITH_CUDA OFF)
-if(TARGET torch_cuda)
+if(TARGET torch_cuda AND GRPO_CUDA)
   set(GRPO_WITH_CUDA ON)
   set(CMAKE_CUDA_ARCHITECTURES ${GRPO_CUDA_ARCHITECTURES})
   if(NOT CMAKE_CUDA_COMPILER AND CUDAToolkit_NVCC_EXECUTABLE)
@@ -157,6 +159,8 @@ if(TARGET torch_cuda)
   endif()
   message(STATUS "CUDA build: LibTorch ${Torch_VERSION} with CUDA ${CUDAToolkit_VERSION}, "
                  "architectures ${CMAKE_CUDA_ARCHITECTURES}")
+elseif(TARGET torch_cuda)
+  message(STATUS "CPU build (GRPO_CUDA is OFF): LibTorch ${Torch_VERSION} with CUDA, its CUDA parts unused")
 else()
   message(STATUS "CPU build: LibTorch ${Torch_VERSION} has no CUDA")
 endif()

@@ -54,7 +54,12 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >>
 
 CMAKE_ARGS=(-DCMAKE_BUILD_TYPE=Release "-DTorch_DIR=$TORCH_PREFIX/Torch" "-DGRPO_TORCH_PYTHON=$PYTHON"
             -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_POLICY_VERSION_MINIMUM=3.5)
-command -v ninja >/dev/null && CMAKE_ARGS+=(-G Ninja)
+# A target that fails to build does not stop the others (ninja -k 0, make -k).
+KEEP_GOING=(-- -k)
+if command -v ninja >/dev/null; then
+  CMAKE_ARGS+=(-G Ninja)
+  KEEP_GOING=(-- -k 0)
+fi
 if [ -f "$CARRY/debian-prefix.tar.xz" ]; then
   # Debian's libraries in a prefix, and Debian's pkgconf reading only its .pc
   # files, with the prefix as sysroot.
@@ -70,7 +75,7 @@ EOF
   chmod +x "$PREFIX/bin/pkg-config"
   export PATH="$PREFIX/bin:$PATH" LD_LIBRARY_PATH="$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   CMAKE_ARGS+=("-DCMAKE_PREFIX_PATH=$PREFIX/usr" "-DPKG_CONFIG_EXECUTABLE=$PREFIX/bin/pkg-config"
-               "-DCMAKE_CXX_FLAGS=-isystem $PREFIX/usr/include")
+               "-DCMAKE_CXX_FLAGS=-isystem $PREFIX/usr/include -isystem $PREFIX/usr/include/x86_64-linux-gnu")
   note "prefix: $(wc -l <"$CARRY/packages.txt") Debian packages unpacked into $PREFIX"
 else
   note "no $CARRY/debian-prefix.tar.xz: using the machine's own libraries (scripts/gpu-carry.sh makes it)"
@@ -83,7 +88,7 @@ phase configure 400 cmake -S . -B "$BUILD_DIR" "${CMAKE_ARGS[@]}" >"$OUT/configu
 # The GPU tests first, so that their result comes back whatever happens later.
 phase build-gpu-tests 300 cmake --build "$BUILD_DIR" -j "$JOBS" --target gpu_test >"$OUT/build.log" 2>&1
 (cd "$BUILD_DIR" && phase ctest-gpu 280 ctest -L gpu --output-on-failure >"$OUT/ctest-gpu.log" 2>&1)
-phase build-all 150 cmake --build "$BUILD_DIR" -j "$JOBS" >>"$OUT/build.log" 2>&1
+phase build-all 150 cmake --build "$BUILD_DIR" -j "$JOBS" "${KEEP_GOING[@]}" >>"$OUT/build.log" 2>&1
 (cd "$BUILD_DIR" && phase ctest-all 40 ctest -LE gpu -j "$JOBS" --output-on-failure >"$OUT/ctest.log" 2>&1)
 phase bench-engine 0 "$BUILD_DIR/bin/bench_engine" --shape qwen2.5-0.5b --dtype bfloat16 --device cuda \
   >"$OUT/bench_engine.txt" 2>&1

@@ -8,8 +8,8 @@ namespace grpo::model {
 
 // softmax(q k^T * scale + mask) v with q: [B, H, T, D], k/v: [B, H, S, D],
 // mask: additive [B, 1, T, S]. LibTorch picks the fused kernel for the device
-// (flash or memory-efficient on CUDA, the flash CPU kernel otherwise). The
-// result may be laid out [B, T, H, D] underneath: callers reshape, never view.
+// and the mask (memory-efficient on CUDA, flash on the CPU). The result may be
+// laid out [B, T, H, D] underneath: callers reshape, never view.
 inline at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,
                             double scale) {
   return at::scaled_dot_product_attention(q, k, v, mask, 0.0, false, scale);

@@ -35,11 +35,12 @@ std::unique_ptr<torch::optim::AdamW> make_adamw(const OptimizerSettings& setting
   torch::optim::AdamWOptions adam(settings.learning_rate);
   adam.betas({settings.beta1, settings.beta2}).eps(settings.epsilon).weight_decay(settings.weight_decay);
   // Made now, before any activation, rather than by the first step: see
-  // FusedAdamW::allocate_state(). LibTorch 1.13's zero_grad() keeps the
-  // gradients, so every backward adds into these same tensors; made by the
-  // first backward instead, they land among its activations and the second
-  // step grows the heap around them. A parameter the loss never reaches thus
-  // takes the weight decay from the first step, not from the second.
+  // FusedAdamW::allocate_state(). The steps zero the gradients in place
+  // (zero_grad(false); LibTorch 2.x frees them by default), so every backward
+  // adds into these same tensors; made by the first backward instead, they
+  // land among its activations and the second step grows the heap around
+  // them. A parameter the loss never reaches thus takes the weight decay from
+  // the first step, not from the second.
   {
     at::NoGradGuard no_grad;
     for (at::Tensor& p : params)

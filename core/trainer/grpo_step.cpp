@@ -129,7 +129,7 @@ void GrpoTrainer::update(Metrics& m) {
     set_learning_rate(*p.optimizer, lr);
     p.optimizer->step();
   }
-  p.optimizer->zero_grad();
+  p.optimizer->zero_grad(/*set_to_none=*/false);  // the next backward adds into these tensors: see make_adamw
   p.sync->after_step("the weights of step " + std::to_string(p.global_step + 1));  // ZeRO: from their owners
   m["grad_norm"] = grad_norm;
   m["memory/optimizer_state_mb"] = static_cast<double>(optimizer_state_bytes(*p.optimizer)) / (1 << 20);

@@ -116,7 +116,7 @@ void run_sft(const SftSettings& s) {
     const double grad_norm = torch::nn::utils::clip_grad_norm_(policy->parameters(), s.optimizer.max_grad_norm);
     set_learning_rate(*optimizer, schedule.lr(step));
     optimizer->step();
-    optimizer->zero_grad();
+    optimizer->zero_grad(/*set_to_none=*/false);  // kept for the next backward: see make_adamw
     log.add({{"loss", loss_sum},
              {"grad_norm", grad_norm},
              {"learning_rate", schedule.lr(step)},
