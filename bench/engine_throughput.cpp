@@ -21,6 +21,7 @@
 #include <map>
 #include <string>
 
+#include <torch/cuda.h>
 #include <torch/types.h>
 #include <torch/utils.h>
 
@@ -244,6 +245,11 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--device")) g_device = at::Device(argv[i + 1]);
     if (!std::strcmp(argv[i], "--profile_batch")) g_profile_batch = std::stoll(argv[i + 1]);
     ++i;
+  }
+  if (g_device.is_cuda() && !torch::cuda::is_available()) {
+    std::fprintf(stderr, "bench_engine: --device %s, but LibTorch sees no CUDA device on this machine\n",
+                 g_device.str().c_str());
+    return 2;
   }
   configure_cpu_threads(threads);
   if (dtype == "float32" || dtype == "both") run(at::kFloat, new_tokens);

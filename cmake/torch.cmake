@@ -1,13 +1,21 @@
 # LibTorch 2.x from the PyTorch wheel (pinned in scripts/setup.sh), found with no
-# flags: the wheel in the project's .venv (scripts/setup.sh puts it there), else
-# the one of GRPO_PYTHON / python3 on PATH, else Torch_DIR / CMAKE_PREFIX_PATH.
-# A CUDA wheel makes this a CUDA build: libtorch_cuda is linked, GRPO_WITH_CUDA
-# is defined and the CUDA-only sources compile (the toolkit must be present).
+# flags: the wheel of $GRPO_PYTHON, else of $GRPO_VENV or the project's .venv
+# (scripts/setup.sh installs it there), else of python3 on PATH; -DTorch_DIR=
+# overrides them. PyPI's wheel is built with CUDA, and its CMake config needs
+# the CUDA toolkit (the build machines have 13.0). Then this is a CUDA build:
+# libtorch_cuda is linked, GRPO_WITH_CUDA is defined, the CUDA language is on
+# for .cu sources, and the CUDA-only tests compile.
 
-option(GRPO_CUDA "Build the CUDA parts when LibTorch has CUDA" ON)
+option(GRPO_CUDA "Build our CUDA parts when LibTorch has CUDA" ON)
 get_filename_component(_grpo_root "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
-if(NOT Torch_DIR)
-  set(_grpo_pythons "$ENV{GRPO_PYTHON}" "${_grpo_root}/.venv/bin/python")
+# Searched again whenever the cached folder is gone (a configure that ran
+# before scripts/setup.sh cached NOTFOUND).
+if(NOT Torch_DIR OR NOT EXISTS "${Torch_DIR}/TorchConfig.cmake")
+  set(_grpo_pythons "$ENV{GRPO_PYTHON}")
+  if(DEFINED ENV{GRPO_VENV})
+    list(APPEND _grpo_pythons "$ENV{GRPO_VENV}/bin/python")
+  endif()
+  list(APPEND _grpo_pythons "${_grpo_root}/.venv/bin/python")
   find_program(_grpo_system_python NAMES python3 python)
   list(APPEND _grpo_pythons "${_grpo_system_python}")
   foreach(_py IN LISTS _grpo_pythons)
@@ -16,8 +24,7 @@ if(NOT Torch_DIR)
                       OUTPUT_VARIABLE _grpo_torch_prefix OUTPUT_STRIP_TRAILING_WHITESPACE
                       ERROR_QUIET RESULT_VARIABLE _grpo_rc)
       if(_grpo_rc EQUAL 0 AND EXISTS "${_grpo_torch_prefix}/Torch/TorchConfig.cmake")
-        set(Torch_DIR "${_grpo_torch_prefix}/Torch" CACHE PATH "LibTorch's CMake config (the wheel's)")
-        set(GRPO_TORCH_PYTHON "${_py}" CACHE FILEPATH "The Python whose torch wheel gives LibTorch (the benchmarks' peer runs on it)")
+        set(Torch_DIR "${_grpo_torch_prefix}/Torch" CACHE PATH "LibTorch's CMake config (the wheel's)" FORCE)
         message(STATUS "LibTorch: the wheel of ${_py}")
         break()
       endif()
@@ -25,7 +32,7 @@ if(NOT Torch_DIR)
   endforeach()
 endif()
 
-# LibTorch's CUDA config warns about and then drops CMAKE_CUDA_ARCHITECTURES
+# LibTorch's CUDA config warns about CMAKE_CUDA_ARCHITECTURES and sets it OFF
 # (it passes -gencode flags of its own, from TORCH_CUDA_ARCH_LIST): ours are
 # kept aside until it is done: at the first configure, the command line's
 # -DCMAKE_CUDA_ARCHITECTURES or sm_90 (H100/H200); later, GRPO_CUDA_ARCHITECTURES.
@@ -42,13 +49,24 @@ if(NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
   set(ENV{TORCH_CUDA_ARCH_LIST} "9.0")
 endif()
 find_package(Torch REQUIRED)
+# 2.2 keys torch::optim state by pointer (core/trainer/fused_adamw.h) and has
+# scaled_dot_product_attention with a scale.
+if(Torch_VERSION VERSION_LESS 2.2)
+  message(FATAL_ERROR "LibTorch ${Torch_VERSION} at ${Torch_DIR}: grpo needs LibTorch 2.2 or later. "
+                      "Run scripts/setup.sh (the pinned torch wheel into .venv), then configure a new "
+                      "build folder or pass -DTorch_DIR=<site-packages>/torch/share/cmake/Torch")
+endif()
+# The benchmarks' peer runs on the Python of the wheel LibTorch came from: a
+# virtual environment's, when Torch_DIR lies in one, else python3.
 if(NOT GRPO_TORCH_PYTHON)
-  set(GRPO_TORCH_PYTHON python3)  # Torch_DIR was given: the peer's Python is the one on PATH
+  get_filename_component(_grpo_env "${Torch_DIR}/../../../../../../.." ABSOLUTE)  # <env>/lib/pythonX.Y/site-packages/torch/share/cmake/Torch
+  if(EXISTS "${_grpo_env}/bin/python")
+    set(GRPO_TORCH_PYTHON "${_grpo_env}/bin/python")
+  else()
+    set(GRPO_TORCH_PYTHON python3)
+  endif()
 endif()
-if(Torch_VERSION VERSION_LESS 2.1)
-  message(FATAL_ERROR "LibTorch ${Torch_VERSION} at ${Torch_DIR}: grpo needs LibTorch 2.x (2.1 or later); "
-                      "run scripts/setup.sh, which installs the pinned torch wheel into .venv")
-endif()
+message(STATUS "LibTorch ${Torch_VERSION} at ${Torch_DIR}; the benchmarks' peer runs on ${GRPO_TORCH_PYTHON}")
 separate_arguments(GRPO_TORCH_CXX_FLAGS UNIX_COMMAND "${TORCH_CXX_FLAGS}")
 
 # The wheel's libtorch.so exports copies of some libstdc++ functions it links
@@ -102,7 +120,7 @@ foreach(_t torch torch_cpu torch_cuda c10 c10_cuda headeronly fmt::fmt spdlog::s
     if(NOT _dirs)
       set(_dirs "")
     endif()
-    # Debian's fmt lives in the compiler's default folder: its targets name none.
+    # Debian's fmt also lives in the compiler's default folder.
     if(_t STREQUAL "fmt::fmt")
       list(APPEND _dirs /usr/include)
     endif()
@@ -135,7 +153,8 @@ if(fmt_VERSION)
 endif()
 
 # CUDA: the wheel decides. Its CMake config has already found the toolkit
-# (it cannot be used without one); nvcc compiles our .cu files for sm_90 at least.
+# (it cannot be used without one); nvcc compiles .cu sources for sm_90 unless
+# GRPO_CUDA_ARCHITECTURES says otherwise.
 set(GRPO_WITH_CUDA OFF)
 if(TARGET torch_cuda AND GRPO_CUDA)
   set(GRPO_WITH_CUDA ON)
@@ -144,6 +163,7 @@ if(TARGET torch_cuda AND GRPO_CUDA)
     set(CMAKE_CUDA_COMPILER "${CUDAToolkit_NVCC_EXECUTABLE}")
   endif()
   enable_language(CUDA)
+  add_compile_definitions(GRPO_WITH_CUDA=1)
   # c10d's NCCL headers include nccl.h: the one of the nvidia-nccl wheel that
   # LibTorch loads, else the toolkit's.
   find_path(GRPO_NCCL_INCLUDE_DIR nccl.h
@@ -160,7 +180,7 @@ if(TARGET torch_cuda AND GRPO_CUDA)
   message(STATUS "CUDA build: LibTorch ${Torch_VERSION} with CUDA ${CUDAToolkit_VERSION}, "
                  "architectures ${CMAKE_CUDA_ARCHITECTURES}")
 elseif(TARGET torch_cuda)
-  message(STATUS "CPU build (GRPO_CUDA is OFF): LibTorch ${Torch_VERSION} with CUDA, its CUDA parts unused")
+  message(STATUS "GRPO_CUDA is OFF: LibTorch ${Torch_VERSION} is linked with its CUDA libraries, our CUDA parts are left out")
 else()
   message(STATUS "CPU build: LibTorch ${Torch_VERSION} has no CUDA")
 endif()
