@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On the GPU machine, in one device call of at most 8 minutes: build against the
 # machine's own torch wheel (LibTorch 2.x with CUDA), run the `gpu`-labelled
-# tests, then the whole suite, then the GPU benchmark, and write at most 8 files
+# tests, grpo-host train on the GPU, then the whole suite, then the GPU benchmark,
+# and write at most 8 files
 # under $OUT. The machine has a toolchain, nvcc and torch but no network and no
 # Debian -dev packages: the libraries come from Debian's packages as one
 # relocatable prefix in gpu-carry/ (scripts/gpu-carry.sh makes it here),
@@ -95,9 +96,16 @@ phase configure 360 cmake -S . -B "$BUILD_DIR" "${CMAKE_ARGS[@]}" >"$OUT/configu
 # The GPU tests first, so that their result comes back whatever happens later.
 phase build-gpu-tests 300 cmake --build "$BUILD_DIR" -j "$JOBS" --target gpu_test >"$OUT/build.log" 2>&1
 # --no-tests=error: a gpu_test that failed to build leaves no test labelled gpu.
-(cd "$BUILD_DIR" && phase ctest-gpu 280 ctest -L gpu --no-tests=error --output-on-failure >"$OUT/ctest-gpu.log" 2>&1)
-phase build-all 150 cmake --build "$BUILD_DIR" -j "$JOBS" "${KEEP_GOING[@]}" >>"$OUT/build.log" 2>&1
-(cd "$BUILD_DIR" && phase ctest-all 40 ctest -LE gpu -j "$JOBS" --output-on-failure >"$OUT/ctest.log" 2>&1)
+(cd "$BUILD_DIR" && phase ctest-gpu 300 ctest -L gpu -E '^TrainGpu[.]' --no-tests=error --output-on-failure \
+  >"$OUT/ctest-gpu.log" 2>&1)
+phase build-all 200 cmake --build "$BUILD_DIR" -j "$JOBS" "${KEEP_GOING[@]}" >>"$OUT/build.log" 2>&1
+# grpo-host train on the GPU: needs the whole build (the host, its plugins).
+(cd "$BUILD_DIR" && phase ctest-gpu-train 130 ctest -R '^TrainGpu[.]' --no-tests=error --output-on-failure \
+  >"$OUT/ctest-gpu-train.log" 2>&1)
+# The CPU suite with no GPU visible: its runs assert what a CPU run does (the
+# device a run picks, float32 by default); GPU runs are the tests above.
+(cd "$BUILD_DIR" && CUDA_VISIBLE_DEVICES= phase ctest-all 40 ctest -LE gpu -j "$JOBS" --output-on-failure \
+  >"$OUT/ctest.log" 2>&1)
 phase bench-engine 0 "$BUILD_DIR/bin/bench_engine" --shape qwen2.5-0.5b --dtype bfloat16 --device cuda \
   >"$OUT/bench_engine.txt" 2>&1
 

@@ -71,7 +71,7 @@ int run_evaluate_command(const std::vector<std::string>& args) {
   if (handler) format.tools_json = handler->tools_json();
   trainer::PromptSource prompts(trainer::load_dataset_rows(s.datasets), format, /*shuffle=*/false, 0);
   std::vector<const Prompt*> rows = prompts.next(prompts.size());
-  model::Engine engine(model::load_model_or_adapter(dir, s.dtype), &tokenizer);  // a LoRA checkpoint too
+  model::Engine engine(model::load_model_or_adapter(dir, s.dtype, s.device), &tokenizer);  // a LoRA checkpoint too
   const std::vector<int32_t> stop_ids = model::stop_token_ids(tokenizer, engine.model()->config(), dir);
   model::SamplingParams params;  // greedy unless --sample: a stable number to compare checkpoints by
   params.max_new_tokens = s.sampling.max_new_tokens;

@@ -127,7 +127,7 @@ int run_generate_command(const std::vector<std::string>& args) {
 
   model::configure_cpu_threads(s.num_threads);
   tok::Tokenizer tokenizer = tok::Tokenizer::from_dir(dir);
-  model::Engine engine(model::load_model_or_adapter(dir, s.dtype), &tokenizer);  // a LoRA checkpoint too
+  model::Engine engine(model::load_model_or_adapter(dir, s.dtype, s.device), &tokenizer);  // a LoRA checkpoint too
   model::GenerateRequest request;
   if (parsed.extras.count("raw")) {
     request.prompt_ids = tokenizer.encode(prompt, /*add_special_tokens=*/true);

@@ -21,6 +21,7 @@
 #include <spdlog/spdlog.h>
 
 #include "hub/hub_cache.h"
+#include "model/device.h"
 #include "model/dtype.h"
 #include "rollout/comm_group.h"
 #include "rollout/rollout_server.h"
@@ -50,7 +51,8 @@ Serves a model over HTTP with the rollout protocol of `trl vllm-serve` and `swif
                            connections open at once from one address (default 128)
   --client_timeout_s S     time a client has to send one whole request (line, headers, body) and to take
                            its answer (default 30); slower connections get 408 and are closed
-  --torch_dtype T          float32 (default), bfloat16 or float16
+  --device D               cpu, cuda, cuda:N or auto (default: the first visible GPU, else the CPU)
+  --torch_dtype T          float32, bfloat16 or float16 (default: bfloat16 on a GPU, float32 on the CPU)
   --num_threads N          CPU threads for the engine (default: every core)
   --comm_timeout_s S       timeout of each weight-transfer step (default 300)
   --batch_wait_ms MS       how long to gather concurrent requests into one batch (default 2)
@@ -61,7 +63,8 @@ using Flags = std::map<std::string, std::string>;
 
 Flags parse_flags(int argc, char** argv) {
   static const char* kKnown[] = {"model", "host", "port", "api_key", "max_body_bytes", "max_prompt_tokens",
-                                 "torch_dtype", "num_threads", "comm_timeout_s", "batch_wait_ms", "model_revision",
+                                 "device", "torch_dtype", "num_threads", "comm_timeout_s", "batch_wait_ms",
+                                 "model_revision",
                                  "use_hf", "api_key_file", "max_n", "max_connections",
                                  "max_connections_per_client", "client_timeout_s"};
   Flags flags;
@@ -140,7 +143,9 @@ grpo::rollout::ServerOptions server_options(const Flags& flags) {
   o.max_body_bytes = static_cast<size_t>(int_flag(flags, "max_body_bytes", static_cast<int64_t>(o.max_body_bytes), 1));
   o.max_prompt_tokens = int_flag(flags, "max_prompt_tokens", 0, 1);
   o.max_n = int_flag(flags, "max_n", o.max_n, 1);
-  o.dtype = grpo::model::weight_dtype_from_name(get("torch_dtype", "float32"), "--torch_dtype");
+  o.device = grpo::model::parse_device(get("device", "auto"), "--device");
+  o.dtype = grpo::model::weight_dtype_from_name(get("torch_dtype", o.device.is_cuda() ? "bfloat16" : "float32"),
+                                                "--torch_dtype");
   o.num_threads = static_cast<int>(int_flag(flags, "num_threads", 0, 0));
   o.comm_timeout = std::chrono::seconds(int_flag(flags, "comm_timeout_s", 300, 1));
   o.batch_wait = std::chrono::milliseconds(int_flag(flags, "batch_wait_ms", 2, 0));

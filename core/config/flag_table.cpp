@@ -91,6 +91,7 @@ std::vector<FlagSpec> build_table() {
   add(text("truncation_strategy", "left", "left | right | delete: how a prompt over max_length is cut (delete skips the row)")
           .hint("HOW").choices({"left", "right", "delete"}));
   add(integer("seed", 42, "random seed (sampling seeds differ per completion)").at_least(0));
+  add(boolean("use_cpu", false, "compute on the CPU even where a GPU is visible (else process LOCAL_RANK's GPU)"));
   add(text("output_dir", "output", "directory for checkpoints, logs and args.yaml").hint("PATH"));
   add(text("resume_from_checkpoint", nullptr, "checkpoint-<step> directory to continue from").hint("PATH"));
   add(boolean("gradient_checkpointing", true, "recompute activations in backward to save memory"));

@@ -97,15 +97,9 @@ void save_peft_adapter(CausalLMImpl& model, const LoraOptions& options, const st
   const std::string mismatch = adapter_mismatch(model, options);
   if (!mismatch.empty()) throw std::invalid_argument("save_peft_adapter: " + mismatch);
   fs::create_directories(dir);
-  std::vector<at::Tensor> keep;  // contiguous CPU copies outlive the views below
   std::vector<TensorView> views;
-  for (const auto& item : model.named_parameters()) {
-    if (!is_adapter_parameter(item.key())) continue;
-    at::Tensor t = item.value().detach().to(at::kCPU).contiguous();
-    keep.push_back(t);
-    views.push_back(TensorView{kPeftPrefix + item.key(), to_dtype(t.scalar_type()), t.sizes().vec(), t.data_ptr(),
-                               static_cast<size_t>(t.nbytes())});
-  }
+  for (const auto& item : model.named_parameters())
+    if (is_adapter_parameter(item.key())) views.push_back(writable_view(kPeftPrefix + item.key(), item.value()));
   write_safetensors((fs::path(dir) / kAdapterWeightsName).string(), views);
   json config = {{"peft_type", "LORA"},
                  {"task_type", "CAUSAL_LM"},
@@ -188,15 +182,15 @@ void save_merged_model(CausalLMImpl& model, const std::string& dir, const std::s
   save_model_tensors(model.config(), merged_state(model), dir, tokenizer_dir, max_shard_bytes);
 }
 
-CausalLM load_model_or_adapter(const std::string& dir, at::ScalarType dtype) {
+CausalLM load_model_or_adapter(const std::string& dir, at::ScalarType dtype, at::Device device) {
   const fs::path config_path = fs::path(dir) / kAdapterConfigName;
-  if (fs::exists(fs::path(dir) / "config.json") || !fs::exists(config_path)) return load_model(dir, dtype);
+  if (fs::exists(fs::path(dir) / "config.json") || !fs::exists(config_path)) return load_model(dir, dtype, device);
   const std::string base = read_json(config_path).value("base_model_name_or_path", "");
   if (base.empty() || !fs::exists(fs::path(base) / "config.json"))
     fail(config_path, "a LoRA adapter whose base model '" + base +
                           "' is not a local model directory: give the base with --model, or use the checkpoint's "
                           "merged/ directory (written with --merge_lora true)");
-  CausalLM model = load_model(base, dtype);
+  CausalLM model = load_model(base, dtype, device);
   load_peft_adapter(*model, dir);
   model->eval();  // inference: no adapter dropout
   return model;

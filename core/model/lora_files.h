@@ -43,7 +43,7 @@ LoraOptions load_peft_adapter(CausalLMImpl& model, const std::string& dir);
 // of the local base model its adapter_config.json names: the base loaded and
 // the adapters attached, for inference (generate, evaluate). Errors name the
 // directory and what is missing.
-CausalLM load_model_or_adapter(const std::string& dir, at::ScalarType dtype = at::kFloat);
+CausalLM load_model_or_adapter(const std::string& dir, at::ScalarType dtype = at::kFloat, at::Device device = at::kCPU);
 
 // Writes a full Hugging Face checkpoint with W + scaling * B A in place of
 // every adapted weight (no adapter tensors): transformers and vLLM load it as

@@ -297,7 +297,7 @@ void write_safetensors(const std::string& path, const std::vector<TensorView>& t
                   fmt::format("dtype {} and shape {} need {} bytes, the view has {}", dtype_name(t.dtype),
                               shape_to_string(t.shape), *expected, t.nbytes));
     }
-    if (t.nbytes > 0 && t.data == nullptr) fail_tensor(path, t.name, "no data");
+    if (t.nbytes > 0 && t.data == nullptr && !t.read) fail_tensor(path, t.name, "no data");
   }
 
   // Largest elements first: with the buffer starting 8-aligned, every tensor starts at a multiple of its
@@ -335,9 +335,22 @@ void write_safetensors(const std::string& path, const std::vector<TensorView>& t
   for (size_t i = 0; i < 8; ++i) length_le[i] = static_cast<unsigned char>(uint64_t{header_text.size()} >> (8 * i));
   bool ok = std::fwrite(length_le.data(), 1, 8, out) == 8 &&
             std::fwrite(header_text.data(), 1, header_text.size(), out) == header_text.size();
+  std::vector<char> staged;  // the tensor `read` fills, reused: the largest one at a time
   for (const TensorView* t : order) {
     if (!ok) break;
-    ok = t->nbytes == 0 || std::fwrite(t->data, 1, t->nbytes, out) == t->nbytes;
+    const void* data = t->data;
+    if (t->read && t->nbytes > 0) {
+      staged.resize(t->nbytes);
+      try {
+        t->read(staged.data());
+      } catch (const std::exception& e) {
+        std::fclose(out);
+        std::remove(tmp_path.c_str());
+        fail_tensor(path, t->name, fmt::format("cannot read it: {}", e.what()));
+      }
+      data = staged.data();
+    }
+    ok = t->nbytes == 0 || std::fwrite(data, 1, t->nbytes, out) == t->nbytes;
   }
   ok = ok && std::fflush(out) == 0 && ::fsync(::fileno(out)) == 0;
   const int write_errno = errno;

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -41,6 +42,10 @@ struct TensorView {
   std::vector<int64_t> shape;
   const void* data = nullptr;
   size_t nbytes = 0;
+  // Instead of `data`: writes the nbytes into the buffer it is given. A
+  // writer calls it when it reaches the tensor, so tensors on a GPU pass
+  // through host memory one at a time, never the whole model at once.
+  std::function<void(void* dst)> read;
 
   int64_t numel() const { return shape_numel(shape); }
 };

@@ -89,6 +89,15 @@ at::Tensor tensor_view(const TensorView& view) {
   return at::from_blob(const_cast<void*>(view.data), view.shape, at::TensorOptions().dtype(to_scalar_type(view.dtype)));
 }
 
+TensorView writable_view(std::string name, const at::Tensor& t) {
+  TensorView view{std::move(name), to_dtype(t.scalar_type()), t.sizes().vec(), nullptr,
+                  static_cast<size_t>(t.nbytes())};
+  view.read = [t = t.detach()](void* dst) {
+    at::from_blob(dst, t.sizes(), at::TensorOptions().dtype(t.scalar_type())).copy_(t);
+  };
+  return view;
+}
+
 void load_weights(CausalLMImpl& model, const CheckpointFiles& files) {
   check_tensors(model.config(), files);
   torch::NoGradGuard no_grad;
@@ -99,11 +108,11 @@ void load_weights(CausalLMImpl& model, const CheckpointFiles& files) {
   }
 }
 
-CausalLM load_model(const std::string& dir, at::ScalarType dtype) {
+CausalLM load_model(const std::string& dir, at::ScalarType dtype, at::Device device) {
   ModelConfig config = ModelConfig::load((fs::path(dir) / "config.json").string());
   CheckpointFiles files = CheckpointFiles::open(dir);
   CausalLM model(config);
-  model->to(dtype);
+  model->to(device, dtype);
   load_weights(*model, files);
   return model;
 }
@@ -140,17 +149,11 @@ void save_model(CausalLMImpl& model, const std::string& dir, const std::string& 
 void save_model_tensors(const ModelConfig& config, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
                         const std::string& dir, const std::string& tokenizer_dir, size_t max_shard_bytes) {
   fs::create_directories(dir);
-  std::vector<at::Tensor> keep;  // contiguous CPU copies outlive the views below
   std::vector<TensorView> views;
-  for (const auto& [name, value] : tensors) {
-    at::Tensor t = value.detach().to(at::kCPU).contiguous();
-    keep.push_back(t);
-    views.push_back(
-        TensorView{name, to_dtype(t.scalar_type()), t.sizes().vec(), t.data_ptr(), static_cast<size_t>(t.nbytes())});
-  }
+  for (const auto& [name, value] : tensors) views.push_back(writable_view(name, value));
   write_sharded(dir, views, max_shard_bytes);
   nlohmann::json json = config.to_json();
-  if (!keep.empty()) json["torch_dtype"] = torch_dtype_name(keep[0].scalar_type());
+  if (!tensors.empty()) json["torch_dtype"] = torch_dtype_name(tensors[0].second.scalar_type());
   write_text_atomically((fs::path(dir) / "config.json").string(), json.dump(2) + "\n");
   if (!tokenizer_dir.empty()) copy_tokenizer_files(tokenizer_dir, dir);
 }

@@ -20,6 +20,12 @@ DType to_dtype(at::ScalarType type);
 // convert it before writing.
 at::Tensor tensor_view(const TensorView& view);
 
+// The view a writer reads `t` through, on any device: its bytes are copied
+// into the writer's buffer when it is written (TensorView::read), so a model
+// on a GPU is saved without a host copy of all of it at once. `t` is kept
+// alive by the view.
+TensorView writable_view(std::string name, const at::Tensor& t);
+
 // Checks every expected tensor (name, shape) and copies it into the model's
 // parameters, converting to the parameters' dtype. Throws naming the tensor
 // and the file on a missing tensor or a wrong shape. LoRA adapters are not
@@ -27,8 +33,9 @@ at::Tensor tensor_view(const TensorView& view);
 void load_weights(CausalLMImpl& model, const CheckpointFiles& files);
 
 // Loads a Hugging Face model directory (config.json + safetensors).
-// dtype: the parameters' dtype (the checkpoint's is converted).
-CausalLM load_model(const std::string& dir, at::ScalarType dtype = at::kFloat);
+// dtype: the parameters' dtype (the checkpoint's is converted); device: where
+// they live (the files are read straight into them).
+CausalLM load_model(const std::string& dir, at::ScalarType dtype = at::kFloat, at::Device device = at::kCPU);
 
 // A model of its own holding a copy of `model`'s base weights (LoRA adapters
 // left out): no storage shared, no gradients, same dtype and device. What a

@@ -43,7 +43,8 @@ RolloutServer::RolloutServer(ServerOptions options) : options_(std::move(options
   model_name_ = std::filesystem::path(options_.model_dir).lexically_normal().filename().string();
   if (model_name_.empty()) model_name_ = std::filesystem::path(options_.model_dir).parent_path().filename().string();
   tokenizer_ = std::make_unique<tok::Tokenizer>(tok::Tokenizer::from_dir(options_.model_dir));
-  engine_ = std::make_unique<model::Engine>(model::load_model(options_.model_dir, options_.dtype), tokenizer_.get());
+  engine_ = std::make_unique<model::Engine>(model::load_model(options_.model_dir, options_.dtype, options_.device),
+                                            tokenizer_.get());
   for (const auto& item : engine_->model()->named_parameters()) param_shapes_[item.key()] = item.value().sizes().vec();
 
   const model::ModelConfig& config = engine_->model()->config();

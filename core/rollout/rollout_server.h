@@ -35,6 +35,7 @@ struct ServerOptions {
   size_t max_body_bytes = size_t(64) << 20;
   int64_t max_prompt_tokens = 0;   // 0: the model's max_position_embeddings
   int64_t max_n = 256;             // most completions per prompt in one call
+  at::Device device = at::kCPU;
   at::ScalarType dtype = at::kFloat;
   int num_threads = 0;             // torch intra-op threads; 0: every core
   std::chrono::milliseconds comm_timeout{300000};  // each weight-transfer step (TRL's store timeout)

@@ -53,8 +53,9 @@ std::unique_ptr<torch::optim::AdamW> make_adamw(const OptimizerSettings& setting
 
 model::CausalLM load_policy(const ModelSettings& settings) {
   const std::string& resume = settings.resume_from;
-  if (!settings.lora) return model::load_model(resume.empty() ? settings.dir : resume, settings.dtype);
-  model::CausalLM policy = model::load_model(settings.dir, settings.dtype);  // the base stays as it was
+  if (!settings.lora) return model::load_model(resume.empty() ? settings.dir : resume, settings.dtype, settings.device);
+  // The base stays as it was.
+  model::CausalLM policy = model::load_model(settings.dir, settings.dtype, settings.device);
   model::apply_lora(*policy, settings.lora_options);
   if (!resume.empty()) model::load_peft_adapter(*policy, resume);  // refuses adapters that differ from the flags
   return policy;

@@ -81,13 +81,14 @@ double ParameterSync::clip(double max_norm, const std::string& what) {
   // Each rank holds its own parameters' gradients: the squares summed over all.
   at::NoGradGuard no_grad;
   std::vector<at::Tensor> owned;
-  double squares = 0;
+  at::Tensor squares = at::zeros({1}, at::kDouble);  // summed where the gradients are, read once
   for (size_t i = 0; i < trained_.size(); ++i)
     if (owner_[i] == world_.rank() && trained_[i].grad().defined()) {
       owned.push_back(trained_[i].grad());
-      squares += owned.back().to(at::kDouble).pow(2).sum().item<double>();
+      if (owned.size() == 1) squares = squares.to(owned.back().device());
+      squares += owned.back().to(at::kDouble).pow(2).sum();
     }
-  std::vector<at::Tensor> total{at::full({1}, squares, at::kDouble)};
+  std::vector<at::Tensor> total{squares.to(at::kCPU)};
   world_.all_reduce_sum(total, dist::Channel::Train, what + " (gradient norm)");
   const double norm = std::sqrt(total[0].item<double>());
   const double coef = max_norm / (norm + 1e-6);  // as clip_grad_norm_

@@ -4,7 +4,12 @@
 #include <ATen/Parallel.h>
 
 #include <cmath>
+#include <map>
+#include <string>
+#include <utility>
 #include <vector>
+
+#include <ATen/ops/_fused_adamw.h>
 
 #include "model/cpu_float_math.h"
 
@@ -76,6 +81,31 @@ bool fusable(const at::Tensor& p, const OptimizerParamState* state, bool amsgrad
   return true;
 }
 
+// Whether LibTorch's fused kernel (torch.optim.AdamW(fused=True)'s) takes p:
+// a dense floating-point tensor whose gradient and moments share its dtype
+// and device. It runs on CUDA and, since LibTorch 2.4, on the CPU.
+bool kernel_fusable(const at::Tensor& p, const OptimizerParamState* state, bool amsgrad) {
+  const auto dtype = p.scalar_type();
+  if (amsgrad || p.is_sparse() || !at::isFloatingType(dtype) || !p.is_contiguous()) return false;
+  std::vector<const at::Tensor*> others = {&p.grad()};
+  if (state) {
+    const auto& s = static_cast<const torch::optim::AdamWParamState&>(*state);
+    others.push_back(&s.exp_avg());
+    others.push_back(&s.exp_avg_sq());
+  }
+  for (const at::Tensor* t : others)
+    if (t->is_sparse() || t->scalar_type() != dtype || t->device() != p.device() || t->sizes() != p.sizes() ||
+        !t->is_contiguous())
+      return false;
+  return true;
+}
+
+// On a GPU: the kernel. On the CPU, what the loop does not take stays
+// LibTorch's unfused step, whose rounding the tests pin down bitwise.
+bool gpu_fusable(const at::Tensor& p, const OptimizerParamState* state, bool amsgrad) {
+  return !p.device().is_cpu() && kernel_fusable(p, state, amsgrad);
+}
+
 }  // namespace
 
 torch::optim::OptimizerParamState* FusedAdamW::state_of(const at::Tensor& p) {
@@ -98,21 +128,32 @@ void FusedAdamW::allocate_state() {
   }
 }
 
-bool FusedAdamW::all_fusable() {
+bool FusedAdamW::all_of(bool (*takes)(const at::Tensor&, const OptimizerParamState*, bool)) {
   for (auto& group : param_groups_) {
     const bool amsgrad = static_cast<const torch::optim::AdamWOptions&>(group.options()).amsgrad();
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       const auto it = state_.find(optimizer_state_key(p));
-      if (!fusable(p, it == state_.end() ? nullptr : it->second.get(), amsgrad)) return false;
+      if (!takes(p, it == state_.end() ? nullptr : it->second.get(), amsgrad)) return false;
     }
   }
   return true;
 }
 
 at::Tensor FusedAdamW::step(LossClosure closure) {
-  // Another device, float16, amsgrad, a sparse or strided tensor: LibTorch's own step.
-  if (!all_fusable()) return torch::optim::AdamW::step(std::move(closure));
+  if (!all_of(fusable)) {
+    // On a GPU, LibTorch's fused kernel: one launch per group and device,
+    // where its unfused step would launch nine kernels per parameter.
+    // Anything else (amsgrad, sparse gradients): LibTorch's own step.
+    if (!all_of(gpu_fusable)) return torch::optim::AdamW::step(std::move(closure));
+    at::Tensor loss;
+    if (closure) {
+      at::AutoGradMode enable_grad(true);
+      loss = closure();
+    }
+    kernel_step();
+    return loss;
+  }
   at::NoGradGuard no_grad;
   at::Tensor loss;
   if (closure) {
@@ -141,6 +182,36 @@ at::Tensor FusedAdamW::step(LossClosure closure) {
     }
   }
   return loss;
+}
+
+void FusedAdamW::kernel_step() {
+  at::NoGradGuard no_grad;
+  for (auto& group : param_groups_) {
+    const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
+    // The kernel takes one device and dtype per call.
+    std::map<std::pair<std::string, at::ScalarType>, std::vector<at::Tensor>> by_kind;
+    for (auto& p : group.params())
+      if (p.grad().defined()) by_kind[{p.device().str(), p.scalar_type()}].push_back(p);
+    for (auto& [kind, params] : by_kind) {
+      std::vector<at::Tensor> grads, exp_avgs, exp_avg_sqs;
+      std::vector<float> steps;
+      for (at::Tensor& p : params) {
+        auto& s = static_cast<torch::optim::AdamWParamState&>(*state_of(p));
+        s.step(s.step() + 1);  // counted on the host, as torch::optim keeps it (checkpoints read it there)
+        grads.push_back(p.grad());
+        exp_avgs.push_back(s.exp_avg());
+        exp_avg_sqs.push_back(s.exp_avg_sq());
+        steps.push_back(static_cast<float>(s.step()));
+      }
+      // The kernel reads each parameter's step from a tensor on its device:
+      // all of them in one transfer.
+      const at::Tensor step_values = at::tensor(steps, at::kFloat).to(params.front().device());
+      const std::vector<at::Tensor> state_steps = step_values.unbind(0);
+      const auto [beta1, beta2] = o.betas();
+      at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, /*max_exp_avg_sqs=*/{}, state_steps, o.lr(), beta1, beta2,
+                        o.weight_decay(), o.eps(), /*amsgrad=*/false, /*maximize=*/false);
+    }
+  }
 }
 
 }  // namespace grpo::trainer

@@ -34,8 +34,9 @@ inline OptimizerStateKey optimizer_state_key(const at::Tensor& p) {
 // the step took 1.4 s in float32 and 2.6 s in bfloat16 on 2 cores. Here a
 // float32 or bfloat16 parameter on the CPU is read and written once, the
 // arithmetic in float32 (as PyTorch's fused AdamW does for bfloat16), each of
-// weight and moments rounded once. A step with anything else (another
-// device, float16, amsgrad, non-contiguous tensors) is LibTorch's own.
+// weight and moments rounded once. On a GPU (or for float16, or strided
+// tensors) the step is LibTorch's fused kernel, torch.optim.AdamW(fused=True)'s
+// update; with amsgrad or sparse gradients, LibTorch's own step.
 class FusedAdamW : public torch::optim::AdamW {
  public:
   using torch::optim::AdamW::AdamW;
@@ -49,8 +50,14 @@ class FusedAdamW : public torch::optim::AdamW {
   // new page: 2 GB of moments in bfloat16 at Qwen2.5-0.5B's size.
   void allocate_state();
 
+  // The update by LibTorch's fused kernel, whatever the device: what step()
+  // runs for parameters on a GPU. Public so that the kernel's CPU build is
+  // tested against the CPU loop and the exact update.
+  void kernel_step();
+
  private:
-  bool all_fusable();
+  // Whether `takes` takes every parameter that has a gradient.
+  bool all_of(bool (*takes)(const at::Tensor&, const torch::optim::OptimizerParamState*, bool));
   // p's state, made as torch::optim::AdamW makes it when p has none.
   torch::optim::OptimizerParamState* state_of(const at::Tensor& p);
 };

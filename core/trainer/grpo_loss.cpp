@@ -1,6 +1,7 @@
 #include "trainer/grpo_loss.h"
 
 #include <ATen/core/grad_mode.h>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -55,17 +56,18 @@ void check_inputs(const LossInputs& in, const LossOptions& opt) {
 // Mean of a 0/1 indicator the way TRL's `masked_batch_mean` takes it: a
 // per-sequence indicator [B, 1] is averaged over sequences, a per-token one
 // [B, T] over the active tokens.
-double indicator_mean(const at::Tensor& x, const at::Tensor& m) {
-  if (x.size(1) == 1) return x.mean().item<double>();
-  return ((x * m).sum() / m.sum()).item<double>();
+at::Tensor indicator_mean(const at::Tensor& x, const at::Tensor& m) {
+  if (x.size(1) == 1) return x.mean();
+  return (x * m).sum() / m.sum();
 }
 
-// Fraction of each active sequence's tokens where the indicator holds, [rows
-// with at least one active token].
-at::Tensor per_sequence_fraction(const at::Tensor& x, const at::Tensor& m) {
+// Fraction of each sequence's active tokens where the indicator holds, [B];
+// `empty` on rows without an active token (so that min and max pass over
+// them without a host read of how many rows there are).
+at::Tensor per_sequence_fraction(const at::Tensor& x, const at::Tensor& m, double empty) {
   at::Tensor tokens = m.sum(1);                               // [B]
   at::Tensor frac = (x.expand_as(m) * m).sum(1) / tokens;     // [B], NaN on empty rows
-  return frac.masked_select(tokens > 0);
+  return at::where(tokens > 0, frac, at::full({}, empty, frac.options()));
 }
 
 }  // namespace
@@ -143,25 +145,28 @@ LossOutput grpo_loss(const LossInputs& in, const LossOptions& opt) {
   out.ratio = capped.detach();
   if (kl.defined()) out.per_token_kl = at::where(active, kl, zero).detach();
 
-  // Metrics in float64 from detached values.
+  // Metrics in float64 from detached values, left on the device (read once
+  // per step: device_metrics.h); NaN when no token is active.
   at::NoGradGuard no_grad;
   at::Tensor md = m.to(at::kDouble);
-  if (md.sum().item<double>() > 0.0) {
-    if (kl.defined()) out.metrics["kl"] = ((kl.detach().to(at::kDouble) * md).sum() / md.sum()).item<double>();
-    // TRL counts clipping on the ratio after the delta cap (its coef_1).
-    at::Tensor r = out.ratio;
-    at::Tensor a = adv.detach();
-    at::Tensor low = ((r < 1.0 - opt.epsilon_low) & (a < 0)).to(at::kDouble);    // [B, T] or [B, 1]
-    at::Tensor high = ((r > 1.0 + opt.epsilon_high) & (a > 0)).to(at::kDouble);  // [B, T] or [B, 1]
-    at::Tensor region = at::maximum(low, high);
-    out.metrics["clip_ratio/low_mean"] = indicator_mean(low, md);
-    out.metrics["clip_ratio/high_mean"] = indicator_mean(high, md);
-    out.metrics["clip_ratio/region_mean"] = indicator_mean(region, md);
-    // TRL takes min / max over the values it gathers; the reference values
-    // take them over the sequences, each with its own clipped fraction.
-    out.metrics["clip_ratio/low_min"] = per_sequence_fraction(low, md).min().item<double>();
-    out.metrics["clip_ratio/high_max"] = per_sequence_fraction(high, md).max().item<double>();
-  }
+  const at::Tensor any = md.sum() > 0;
+  const at::Tensor nan = at::full({}, std::numeric_limits<double>::quiet_NaN(), md.options());
+  auto metric = [&](const char* name, const at::Tensor& v) { out.metrics[name] = at::where(any, v, nan); };
+  if (kl.defined()) metric("kl", (kl.detach().to(at::kDouble) * md).sum() / md.sum());
+  // TRL counts clipping on the ratio after the delta cap (its coef_1).
+  at::Tensor r = out.ratio;
+  at::Tensor a = adv.detach();
+  at::Tensor low = ((r < 1.0 - opt.epsilon_low) & (a < 0)).to(at::kDouble);    // [B, T] or [B, 1]
+  at::Tensor high = ((r > 1.0 + opt.epsilon_high) & (a > 0)).to(at::kDouble);  // [B, T] or [B, 1]
+  at::Tensor region = at::maximum(low, high);
+  metric("clip_ratio/low_mean", indicator_mean(low, md));
+  metric("clip_ratio/high_mean", indicator_mean(high, md));
+  metric("clip_ratio/region_mean", indicator_mean(region, md));
+  // TRL takes min / max over the values it gathers; the reference values
+  // take them over the sequences, each with its own clipped fraction.
+  const double inf = std::numeric_limits<double>::infinity();
+  metric("clip_ratio/low_min", per_sequence_fraction(low, md, inf).min());
+  metric("clip_ratio/high_max", per_sequence_fraction(high, md, -inf).max());
   return out;
 }
 

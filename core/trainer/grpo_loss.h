@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "trainer/device_metrics.h"
 #include "trainer/loss_type.h"
 
 namespace grpo::trainer {
@@ -53,11 +54,12 @@ struct LossOutput {
                               // not clipped; 1 on masked tokens
   at::Tensor per_token_kl;    // [B, T] detached, 0 on masked tokens; undefined when beta == 0
   // `kl` (beta != 0), `clip_ratio/low_mean`, `clip_ratio/low_min`,
-  // `clip_ratio/high_mean`, `clip_ratio/high_max`, `clip_ratio/region_mean`.
-  // Left out when the micro-batch has no active token: there is nothing to
-  // average, and leaving them out lets the logging window skip them as TRL's
-  // nanmean skips its NaN.
-  std::map<std::string, double> metrics;
+  // `clip_ratio/high_mean`, `clip_ratio/high_max`, `clip_ratio/region_mean`:
+  // 0-dim float64 tensors on logp's device, read with the step's other
+  // metrics (device_metrics.h). NaN when the micro-batch has no active
+  // token: there is nothing to average, and the readers leave them out as
+  // TRL's nanmean skips its NaN.
+  MetricTensors metrics;
 };
 
 // Computes in float32 when logp is a 16-bit type, else in logp's dtype.

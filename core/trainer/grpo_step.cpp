@@ -6,10 +6,14 @@
 
 #include <torch/types.h>
 
+#include <fmt/format.h>
+
+#include "model/device_memory.h"
 #include "model/lora.h"
 #include "trainer/checkpoint.h"
 #include "trainer/data_parallel.h"
 #include "trainer/grpo_trainer.h"
+#include "trainer/step_phase.h"
 #include "util/clock.h"
 
 namespace grpo::trainer {
@@ -28,24 +32,30 @@ double rss_gb() {
 
 Metrics GrpoTrainer::step() {
   const double start = now_s();
+  const at::Device device = s_.model.device;
   Metrics m;
-  MetricSums sums;
+  MetricAccumulator on_device;  // the micro-batches' metrics, read once below
   policy_.step_active_tokens = 0;
   for (int64_t k = 0; k < s_.batch.grad_accum; ++k) {
     if (rollout_.queue.empty()) {
-      GenerationBatch batch = next_generation_batch(m, k);           // sample, score
-      std::vector<MicroBatch> parts = micro_batches_of(batch, m);    // advantages, split
-      add_constant_logprobs(parts, m);                               // old, reference, IS correction
+      GenerationBatch batch;
+      run_phase(StepPhase::Generation, device, m, phase_sizes(StepPhase::Generation),
+                [&] { batch = next_generation_batch(m, k); });             // sample, score
+      std::vector<MicroBatch> parts = micro_batches_of(batch, m);         // advantages, split
+      run_phase(StepPhase::Logprobs, device, m, phase_sizes(StepPhase::Logprobs),
+                [&] { add_constant_logprobs(parts, m, on_device); });     // old, reference, IS correction
       for (int64_t it = 0; it < s_.batch.iterations; ++it)
         rollout_.queue.insert(rollout_.queue.end(), parts.begin(), parts.end());
     }
     if (k + 1 == s_.batch.grad_accum)  // its backward makes the gradients final: reduced while it runs
       policy_.sync->before_last_backward("the gradients of step " + std::to_string(policy_.global_step + 1));
-    accumulate(rollout_.queue.front(), m, sums);  // policy log-probs, loss, backward
+    run_phase(StepPhase::Backward, device, m, phase_sizes(StepPhase::Backward),
+              [&] { accumulate(rollout_.queue.front(), m, on_device); });  // policy log-probs, loss, backward
     rollout_.queue.pop_front();
   }
-  for (const auto& [k, v] : sums.sum) m[k] = v / sums.count[k];
-  update(m);  // clip, AdamW, reference sync
+  for (const auto& [k, v] : on_device.read()) m[k] = v;  // the step's one wait for the device before clipping
+  run_phase(StepPhase::Optimizer, device, m, phase_sizes(StepPhase::Optimizer),
+            [&] { update(m); });  // clip, AdamW, reference sync
   ++policy_.global_step;
   // The new weights to the sampler (merge, copy or push), after the step is
   // counted: a failed push still leaves a checkpoint that holds this update.
@@ -55,25 +65,46 @@ Metrics GrpoTrainer::step() {
   m["epoch"] = prompts_->epoch();
   m["step_time"] = now_s() - start;
   m["memory/rss_gb"] = rss_gb();
+  if (const auto memory = model::device_memory(device)) {
+    m["memory/allocated_gb"] = memory->allocated_gb;
+    m["memory/reserved_gb"] = memory->reserved_gb;
+  }
   for (const auto& [name, value] : plugin_metrics_->drain()) m[name] = value;
   return m;
+}
+
+std::string GrpoTrainer::phase_sizes(StepPhase phase) const {
+  const BatchSettings& b = s_.batch;
+  const int64_t completion = s_.loss.options.max_completion_length;
+  switch (phase) {
+    case StepPhase::Generation:
+      return fmt::format("{} prompt(s) x {} completions of up to {} tokens", b.prompts_per_generation,
+                         b.num_generations, completion);
+    case StepPhase::Logprobs:
+    case StepPhase::Backward:
+      return fmt::format("micro-batches of {} completion(s) of up to {} tokens after their prompt", b.micro_batch,
+                         completion);
+    case StepPhase::Optimizer:
+      return fmt::format("AdamW state {:.2f} GiB", static_cast<double>(optimizer_state_bytes(*policy_.optimizer)) /
+                                                       (1024.0 * 1024.0 * 1024.0));
+  }
+  return "";
 }
 
 std::vector<MicroBatch> GrpoTrainer::micro_batches_of(const GenerationBatch& batch, Metrics& m) {
   const Advantages adv = advantages_of(batch, m, Purpose::Training);
   return split_micro_batches(batch, adv.advantages, s_.batch.micro_batch, 0, s_.loss.overlong_filter, world_.rank(),
-                             world_.size());
+                             world_.size(), s_.model.device);
 }
 
 // Constant across the iterations over a generation batch: computed once,
 // without gradient, with the policy's own probabilities (no LoRA dropout).
-void GrpoTrainer::add_constant_logprobs(std::vector<MicroBatch>& parts, Metrics& m) {
+void GrpoTrainer::add_constant_logprobs(std::vector<MicroBatch>& parts, Metrics& m, MetricAccumulator& on_device) {
   const double t0 = now_s();
   const model::LogprobOptions lp{s_.loss.temperature, kLogprobChunk, /*entropy=*/false};
   model::CausalLMImpl& policy = *policy_.policy;
   torch::NoGradGuard no_grad;
   policy.eval();
-  MetricSums correction;
   for (MicroBatch& mb : parts) {
     if (needs_old_logp_) mb.old_logp = completion_logprobs(policy, mb.batch, lp).logprobs;
     if (policy_.reference) {
@@ -83,18 +114,17 @@ void GrpoTrainer::add_constant_logprobs(std::vector<MicroBatch>& parts, Metrics&
       mb.ref_logp = completion_logprobs(policy, mb.batch, lp).logprobs;
     }
     if (s_.loss.is_correction && mb.old_logp.defined() && mb.sampler_logp.defined()) {
-      Metrics c;
+      MetricTensors c;
       mb.is_weight = importance_weights(mb.old_logp, mb.sampler_logp, mb.batch.completion_mask, s_.loss.is_mode,
                                         s_.loss.is_cap, c);
-      for (const auto& [k, v] : c) correction.add(k, v);
+      on_device.mean(c);
     }
   }
   policy.train();
-  for (const auto& [k, v] : correction.sum) m[k] = v / correction.count[k];
   m["time/logprob"] += now_s() - t0;
 }
 
-void GrpoTrainer::accumulate(const MicroBatch& mb, Metrics& m, MetricSums& sums) {
+void GrpoTrainer::accumulate(const MicroBatch& mb, Metrics& m, MetricAccumulator& on_device) {
   const double t0 = now_s();
   const model::LogprobOptions lp{s_.loss.temperature, kLogprobChunk, /*entropy=*/true};
   model::TokenLogprobs logp = completion_logprobs(*policy_.policy, mb.batch, lp);
@@ -107,10 +137,10 @@ void GrpoTrainer::accumulate(const MicroBatch& mb, Metrics& m, MetricSums& sums)
   out.loss.backward();
   m["time/backward"] += now_s() - t1;
   m["time/logprob"] += t1 - t0;
-  m["loss"] += out.loss.item<double>();  // each micro-batch's loss is already its share of the step's
+  on_device.sum("loss", out.loss.detach());  // each micro-batch's loss is already its share of the step's
   const at::Tensor& mask = mb.batch.completion_mask;
-  if (mb.active_tokens > 0) sums.add("entropy", ((logp.entropy * mask).sum() / mask.sum()).item<double>());
-  for (const auto& [k, v] : out.metrics) sums.add(k, v);
+  if (mb.active_tokens > 0) on_device.mean("entropy", (logp.entropy * mask).sum() / mask.sum());
+  on_device.mean(out.metrics);
   policy_.step_active_tokens += mb.active_tokens;
 }
 

@@ -14,6 +14,7 @@
 #include <torch/utils.h>
 
 #include "dist/rank_env.h"
+#include "model/dtype.h"
 #include "model/stop_ids.h"
 #include "model/threads.h"
 #include "model/weights.h"
@@ -101,7 +102,8 @@ GrpoTrainer::GrpoTrainer(GrpoSettings settings, dist::World& world)
   // The reference: under LoRA the policy with its adapters disabled (no
   // second copy), else a frozen copy of the initial policy or --ref_model.
   if (s_.loss.options.beta != 0.0 && (!s_.model.lora || !s_.model.ref_dir.empty())) {
-    policy_.reference = model::load_model(s_.model.ref_dir.empty() ? s_.model.dir : s_.model.ref_dir, s_.model.dtype);
+    policy_.reference =
+        model::load_model(s_.model.ref_dir.empty() ? s_.model.dir : s_.model.ref_dir, s_.model.dtype, s_.model.device);
     for (auto& p : policy_.reference->parameters()) p.set_requires_grad(false);
   }
   const int64_t model_vocab = policy_.policy->config().vocab_size;
@@ -144,8 +146,9 @@ GrpoTrainer::GrpoTrainer(GrpoSettings settings, dist::World& world)
     log_ = std::make_unique<RunLog>(s_.checkpoint.output_dir, s_.logging.tensorboard);
     if (s_.logging.log_completions) completion_log_ = std::make_unique<CompletionLog>(s_.checkpoint.output_dir);
   }
-  spdlog::info("training {} for {} steps: {} prompts x {} completions per generation batch, {} rows{}{}", s_.model.dir,
-               max_steps_, b.prompts_per_generation, b.num_generations, prompts_->size(),
+  spdlog::info("training {} on {} in {} for {} steps: {} prompts x {} completions per generation batch, {} rows{}{}",
+               s_.model.dir, s_.model.device.str(), model::weight_dtype_name(s_.model.dtype), max_steps_,
+               b.prompts_per_generation, b.num_generations, prompts_->size(),
                val_prompts_ ? ", " + std::to_string(val_prompts_->size()) + " validation rows" : "",
                world_.distributed() ? ", data parallel over " + std::to_string(world_.size()) + " processes" : "");
 }
@@ -182,7 +185,7 @@ void GrpoTrainer::load_plugins(tok::ChatFamily family) {
   std::vector<std::unique_ptr<rewards::HostReward>> host_rewards;
   for (const std::string& dir : s_.rewards.models)
     host_rewards.push_back(
-        std::make_unique<RewardModel>(dir, s_.model.dtype, policy_.policy->parameters().front().device()));
+        std::make_unique<RewardModel>(dir, s_.model.dtype, s_.model.device));
   if (handler_ && handler_->has_reward())
     host_rewards.push_back(std::make_unique<rewards::EnvironmentReward>(handler_->name()));
   rewards_ = std::make_unique<rewards::RewardSet>(registry_, s_.rewards.funcs, s_.rewards.weights, s_.run.json,
@@ -220,6 +223,7 @@ void GrpoTrainer::train() {
   StopSignals signals;
   std::string failure, failed;  // what failed (a sampler or reward plugin, a collective) and the sentence for it
   std::string abandoned;        // the call a stop left running, if any
+  bool weights_intact = true;   // false when a failure came in the middle of the optimizer's update
   bool stop = false;            // decided with each step's metrics, so that every rank stops after the same step
   while (step < max_steps_ && !stop) {
     try {
@@ -255,6 +259,11 @@ void GrpoTrainer::train() {
       failure = e.what();
       failed = "the training processes lost each other";
       break;
+    } catch (const OutOfDeviceMemory& e) {
+      failure = e.what();
+      failed = "the device ran out of memory";
+      weights_intact = e.weights_intact();
+      break;
     } catch (const LogWriteError& e) {
       failure = e.what();
       failed = "its log could not be written";
@@ -270,7 +279,10 @@ void GrpoTrainer::train() {
     if (log_) log_->flush(step, max_steps_);
     spdlog::error("stopped at step {}/{}: {}", step, max_steps_, failure);
     std::string saved = "no step had finished, so there is no checkpoint";
-    if (step > 0 && world_.is_main()) {
+    if (!weights_intact) {
+      saved = "the update it was making is incomplete, so nothing is saved: continue from the newest checkpoint in " +
+              s_.checkpoint.output_dir + " with --resume_from_checkpoint";
+    } else if (step > 0 && world_.is_main()) {
       save_checkpoint(/*gather_shards=*/false);  // the other ranks may be gone: no collective
       saved = "saved " + (fs::path(s_.checkpoint.output_dir) / ("checkpoint-" + std::to_string(step))).string() +
               ": fix that and continue with --resume_from_checkpoint on it";

@@ -23,6 +23,7 @@
 #include "trainer/completion_log.h"
 #include "trainer/conversations.h"
 #include "trainer/data_parallel.h"
+#include "trainer/device_metrics.h"
 #include "trainer/generation_batch.h"
 #include "trainer/local_rollout_servers.h"
 #include "trainer/lr_schedule.h"
@@ -30,18 +31,12 @@
 #include "trainer/prompt_source.h"
 #include "trainer/run_log.h"
 #include "trainer/settings.h"
+#include "trainer/step_phase.h"
 #include "trainer/weight_views.h"
 
 namespace grpo::trainer {
 
 using Metrics = std::map<std::string, double>;
-
-// Per-micro-batch values averaged over the micro-batches that reported them.
-struct MetricSums {
-  Metrics sum;
-  std::map<std::string, int> count;
-  void add(const std::string& name, double v) { sum[name] += v, ++count[name]; }
-};
 
 // What the optimizer changes: the policy (with its LoRA adapters), the
 // frozen reference, AdamW and its schedule.
@@ -85,9 +80,11 @@ class GrpoTrainer {
   // grpo_step.cpp: the step, phase by phase.
   Metrics step();
   std::vector<MicroBatch> micro_batches_of(const GenerationBatch& batch, Metrics& m);  // advantages, split
-  void add_constant_logprobs(std::vector<MicroBatch>& parts, Metrics& m);  // old, reference, IS correction
-  void accumulate(const MicroBatch& mb, Metrics& m, MetricSums& sums);     // policy log-probs, loss, backward
+  void add_constant_logprobs(std::vector<MicroBatch>& parts, Metrics& m,
+                             MetricAccumulator& on_device);                    // old, reference, IS correction
+  void accumulate(const MicroBatch& mb, Metrics& m, MetricAccumulator& on_device);  // policy log-probs, loss, backward
   void update(Metrics& m);                                                 // clip, AdamW, reference sync
+  std::string phase_sizes(StepPhase phase) const;  // what a phase computes, for its out-of-memory error
 
   // generation.cpp: generation batches — sample, score, resample (dynamic_sample).
   GenerationBatch next_generation_batch(Metrics& m, int64_t micro_done);

@@ -1,6 +1,7 @@
 #include "trainer/importance_sampling.h"
 
 #include <ATen/core/grad_mode.h>
+#include <limits>
 #include <stdexcept>
 
 namespace grpo::trainer {
@@ -13,7 +14,7 @@ IsCorrectionMode is_correction_mode(const std::string& name) {
 }
 
 at::Tensor importance_weights(const at::Tensor& old, const at::Tensor& sampler, const at::Tensor& mask,
-                              IsCorrectionMode mode, double cap, std::map<std::string, double>& metrics) {
+                              IsCorrectionMode mode, double cap, MetricTensors& metrics) {
   at::NoGradGuard no_grad;
   at::Tensor m = mask.to(at::kFloat);
   at::Tensor active = m > 0;
@@ -24,16 +25,22 @@ at::Tensor importance_weights(const at::Tensor& old, const at::Tensor& sampler, 
     rho = rho.clamp_max(cap);
   else
     rho = rho.masked_fill(rho > cap, 0.0);
-  const double tokens = m.sum().item<double>();
-  if (tokens > 0) {
-    at::Tensor abs_diff = diff.abs();
-    metrics["sampling/sampling_logp_difference/mean"] = (abs_diff.sum() / tokens).item<double>();
-    metrics["sampling/sampling_logp_difference/max"] = abs_diff.max().item<double>();
-    at::Tensor per_token = rho.expand_as(m).masked_select(active);
-    metrics["sampling/importance_sampling_ratio/min"] = per_token.min().item<double>();
-    metrics["sampling/importance_sampling_ratio/mean"] = per_token.mean().item<double>();
-    metrics["sampling/importance_sampling_ratio/max"] = per_token.max().item<double>();
-  }
+  // Left on the device (device_metrics.h); NaN when no token is active.
+  at::Tensor abs_diff = diff.abs().to(at::kDouble);
+  at::Tensor per_token = rho.expand_as(m).to(at::kDouble);
+  const at::Tensor tokens = m.sum().to(at::kDouble), any = tokens > 0;
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  auto over_active = [&](const at::Tensor& x, double fill) {
+    return at::where(active, x, at::full({}, fill, x.options()));
+  };
+  auto metric = [&](const char* name, const at::Tensor& v) {
+    metrics[name] = at::where(any, v, at::full({}, nan, v.options()));
+  };
+  metric("sampling/sampling_logp_difference/mean", abs_diff.sum() / tokens);
+  metric("sampling/sampling_logp_difference/max", over_active(abs_diff, -inf).max());
+  metric("sampling/importance_sampling_ratio/min", over_active(per_token, inf).min());
+  metric("sampling/importance_sampling_ratio/mean", over_active(per_token, 0.0).sum() / tokens);
+  metric("sampling/importance_sampling_ratio/max", over_active(per_token, -inf).max());
   return rho;
 }
 

@@ -11,6 +11,8 @@
 
 #include <ATen/ATen.h>
 
+#include "trainer/device_metrics.h"
+
 namespace grpo::trainer {
 
 enum class IsCorrectionMode { TokenTruncate, TokenMask, SequenceTruncate, SequenceMask };
@@ -31,8 +33,9 @@ IsCorrectionMode is_correction_mode(const std::string& name);
 // sampler: [B, T] log-probs the sampler reported; mask: [B, T] tokens that
 // carry loss. Returns the per-token weight [B, T] (or [B, 1] per sequence)
 // that multiplies the policy loss. Adds `sampling/sampling_logp_difference/{mean,max}`
-// and `sampling/importance_sampling_ratio/{min,mean,max}` to `metrics`.
+// and `sampling/importance_sampling_ratio/{min,mean,max}` to `metrics`
+// (device tensors, NaN when no token is active).
 at::Tensor importance_weights(const at::Tensor& old, const at::Tensor& sampler, const at::Tensor& mask,
-                              IsCorrectionMode mode, double cap, std::map<std::string, double>& metrics);
+                              IsCorrectionMode mode, double cap, MetricTensors& metrics);
 
 }  // namespace grpo::trainer

@@ -70,7 +70,7 @@ LocalRolloutServers::LocalRolloutServers(const LocalServerOptions& o) {
       server.stdout_fd = out[0];
       // Loopback: every rank reaches them at 127.0.0.1 (ports(), and the trainer's URLs).
       const std::vector<std::string> args = {exe, "--model", o.model_dir, "--host", "127.0.0.1", "--port", "0",
-                                             "--torch_dtype", o.torch_dtype, "--num_threads",
+                                             "--torch_dtype", o.torch_dtype, "--device", o.device, "--num_threads",
                                              std::to_string(o.threads_each)};
       std::vector<char*> argv;
       for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));

@@ -15,6 +15,7 @@ struct LocalServerOptions {
   int64_t count = 1;
   std::string model_dir;
   std::string torch_dtype = "float32";
+  std::string device = "cpu";   // the trainer's own: the servers share its GPU
   int threads_each = 1;         // engine threads of each server
   std::string log_dir;          // each server's stderr goes to <log_dir>/rollout_server_<i>.log
   double start_timeout_s = 240;  // until each prints its address (vllm_server_timeout)

@@ -27,8 +27,10 @@ struct MicroBatch {
 // Data parallel, the batch is cut into micro-batches of size x world rows,
 // and rank r trains on rows [r*size, (r+1)*size) of each: together the ranks'
 // k-th micro-batches are the k-th micro-batch of one process with
-// size x world, so both runs take the same steps.
+// size x world, so both runs take the same steps. Their tensors are made on
+// `device`.
 std::vector<MicroBatch> split_micro_batches(const GenerationBatch& batch, const at::Tensor& advantages, int64_t size,
-                                            int64_t pad_id, bool overlong_filter, int rank = 0, int world = 1);
+                                            int64_t pad_id, bool overlong_filter, int rank = 0, int world = 1,
+                                            at::Device device = at::kCPU);
 
 }  // namespace grpo::trainer

@@ -82,8 +82,11 @@ std::string RewardModel::text_of(const Sample& sample) const {
   return tok::render_chat(*tokenizer_, family_, messages, options);
 }
 
-double RewardModel::score_ids(const std::vector<int32_t>& ids) {
-  if (ids.empty()) return std::numeric_limits<double>::quiet_NaN();
+double RewardModel::score_ids(const std::vector<int32_t>& ids) { return score_tensor(ids).item<double>(); }
+
+at::Tensor RewardModel::score_tensor(const std::vector<int32_t>& ids) {
+  const auto on_device = at::TensorOptions().dtype(at::kDouble).device(head_.device());
+  if (ids.empty()) return at::full({}, std::numeric_limits<double>::quiet_NaN(), on_device);
   torch::NoGradGuard no_grad;
   // transformers: the rightmost token that is not the pad token.
   int64_t last = static_cast<int64_t>(ids.size()) - 1;
@@ -92,14 +95,17 @@ double RewardModel::score_ids(const std::vector<int32_t>& ids) {
   const at::Device device = head_.device();
   at::Tensor input = at::tensor(std::vector<int64_t>(ids.begin(), ids.end()), at::kLong).unsqueeze(0).to(device);
   at::Tensor hidden = body_->hidden_states(input).select(0, 0).select(0, last);  // [H]
-  return at::matmul(head_, hidden).to(at::kDouble).item<double>();
+  return at::matmul(head_, hidden).to(at::kDouble).reshape({});
 }
 
 std::vector<double> RewardModel::score(const std::vector<Sample>& samples) {
-  std::vector<double> out;
-  out.reserve(samples.size());
-  for (const Sample& s : samples) out.push_back(score_ids(tokenizer_->encode(text_of(s), /*add_special_tokens=*/false)));
-  return out;
+  if (samples.empty()) return {};
+  std::vector<at::Tensor> scores;  // read back together: a GPU would wait at each read
+  scores.reserve(samples.size());
+  for (const Sample& s : samples)
+    scores.push_back(score_tensor(tokenizer_->encode(text_of(s), /*add_special_tokens=*/false)));
+  const at::Tensor host = at::stack(scores).to(at::kCPU).contiguous();
+  return {host.data_ptr<double>(), host.data_ptr<double>() + host.numel()};
 }
 
 }  // namespace grpo::trainer

@@ -37,6 +37,8 @@ class RewardModel : public rewards::HostReward {
   std::string text_of(const Sample& sample) const;
 
  private:
+  at::Tensor score_tensor(const std::vector<int32_t>& ids);  // score_ids, left on the model's device
+
   std::string name_;
   std::unique_ptr<tok::Tokenizer> tokenizer_;
   tok::ChatFamily family_ = tok::ChatFamily::ChatML;

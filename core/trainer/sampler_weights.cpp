@@ -33,6 +33,7 @@ void GrpoTrainer::create_sampler() {
   nlohmann::json run_values = s_.run.plugin_flag_values;  // its options given as flags (--retries 5)
   run_values["model"] = s_.model.dir;
   run_values["torch_dtype"] = model::weight_dtype_name(s_.model.dtype);
+  run_values["device"] = s_.model.device.str();  // in process: the policy's own, so that it aliases its weights
   run_values["num_threads"] = s_.num_threads;
   nlohmann::json sampler_args = s_.sampling.sampler_args;
   if (s_.sampling.start_servers > 0) sampler_args["base_urls"] = start_local_servers();
@@ -75,6 +76,7 @@ std::vector<std::string> GrpoTrainer::start_local_servers() {
     o.count = count;
     o.model_dir = s_.model.dir;
     o.torch_dtype = model::weight_dtype_name(s_.model.dtype);
+    o.device = s_.model.device.str();
     const int cores = s_.num_threads > 0 ? s_.num_threads : static_cast<int>(std::thread::hardware_concurrency());
     o.threads_each = std::max<int>(1, cores / static_cast<int>(count));
     o.log_dir = s_.checkpoint.output_dir;

@@ -6,7 +6,9 @@
 #include <fmt/format.h>
 
 #include "data/dataset.h"
+#include "dist/rank_env.h"
 #include "hub/hub_cache.h"
+#include "model/device.h"
 #include "model/dtype.h"
 #include "tokenizer/chat_prompt.h"
 
@@ -58,17 +60,33 @@ PromptFormat PromptSettings::format(const tok::Tokenizer& tokenizer, int64_t max
           truncation};
 }
 
+at::Device read_device(config::SettingsReader& r) {
+  const std::optional<dist::RankEnv> env = dist::rank_env_from_environment();
+  try {
+    return model::choose_device(r.flag("use_cpu"), env ? env->local_rank : 0, model::visible_gpus());
+  } catch (const std::invalid_argument& e) {
+    throw config::ConfigError(e.what());
+  }
+}
+
+at::ScalarType read_weight_dtype(config::SettingsReader& r, at::Device device) {
+  const std::string name = r.text("torch_dtype");
+  if (name.empty()) return device.is_cuda() ? at::kBFloat16 : at::kFloat;
+  try {
+    return model::weight_dtype_from_name(name, "--torch_dtype");
+  } catch (const std::invalid_argument& e) {
+    throw config::ConfigError(e.what());
+  }
+}
+
 ModelSettings read_model_settings(config::SettingsReader& r) {
   ModelSettings m;
   hub::Options hub = read_hub_options(r);
   m.ref_dir = hub::resolve_model(r.text("ref_model"), hub, "--ref_model");
   hub.revision = r.text("model_revision");
   m.dir = hub::resolve_model(r.text("model"), hub, "--model");
-  try {
-    m.dtype = model::weight_dtype_from_name(r.text("torch_dtype"), "--torch_dtype");
-  } catch (const std::invalid_argument& e) {
-    throw config::ConfigError(e.what());
-  }
+  m.device = read_device(r);
+  m.dtype = read_weight_dtype(r, m.device);
   m.lora = r.choice<bool>("train_type", {{"lora", true}, {"full", false}});
   m.lora_options.rank = r.integer("lora_rank");
   m.lora_options.alpha = static_cast<double>(r.integer("lora_alpha"));
@@ -298,7 +316,8 @@ EvaluateSettings EvaluateSettings::from(const config::Config& cfg, bool needs_da
   if (s.model_dir.empty())
     throw config::ConfigError(std::string(needs_data ? "evaluate" : "generate") +
                               " needs --model DIR (a Hugging Face model directory)");
-  s.dtype = model::weight_dtype_from_name(r.text("torch_dtype"), "--torch_dtype");
+  s.device = read_device(r);
+  s.dtype = read_weight_dtype(r, s.device);
   s.datasets = read_datasets(r, "dataset");
   if (needs_data && s.datasets.empty()) throw config::ConfigError("evaluate needs --dataset rows.jsonl");
   s.prompts = read_prompt_settings(r);

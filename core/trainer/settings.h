@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>
 #include <nlohmann/json.hpp>
 
@@ -33,6 +34,7 @@ constexpr int64_t kLogprobChunk = 256;
 struct ModelSettings {
   std::string dir;      // --model: a directory (a hub ORG/NAME is resolved to its snapshot)
   std::string ref_dir;  // --ref_model; "" = the initial policy
+  at::Device device = at::kCPU;  // read_device: where the run's models, optimizer state and batches live
   at::ScalarType dtype = at::kFloat;
   bool lora = true;     // --train_type lora (else full)
   model::LoraOptions lora_options;
@@ -201,6 +203,7 @@ struct SftSettings {
 // grpo-host evaluate and generate: a model, prompts and sampling.
 struct EvaluateSettings {
   std::string model_dir;
+  at::Device device = at::kCPU;       // read_device
   at::ScalarType dtype = at::kFloat;  // torch_dtype: what the weights are computed in
   std::vector<data::DatasetSource> datasets;
   PromptSettings prompts;
@@ -216,6 +219,12 @@ struct EvaluateSettings {
 };
 
 // The parts several commands share, read through `r`.
+// The process's device (model/device.h): LOCAL_RANK's visible GPU, or the
+// CPU with --use_cpu or without a GPU.
+at::Device read_device(config::SettingsReader& r);
+// --torch_dtype; unset: bfloat16 on a GPU (as ms-swift loads models there),
+// float32 on the CPU.
+at::ScalarType read_weight_dtype(config::SettingsReader& r, at::Device device);
 ModelSettings read_model_settings(config::SettingsReader& r);
 PromptSettings read_prompt_settings(config::SettingsReader& r);
 plugins::SampleOptions read_sample_options(config::SettingsReader& r);

@@ -85,7 +85,8 @@ void run_sft(const SftSettings& s) {
                       s.optimizer.warmup_ratio);
   RunLog log(s.checkpoint.output_dir, s.logging.tensorboard);
   const int64_t logging_steps = s.logging.logging_steps;
-  spdlog::info("sft on {} examples for {} steps ({} per step)", examples.size(), max_steps, per_step);
+  spdlog::info("sft on {} examples for {} steps ({} per step) on {}", examples.size(), max_steps, per_step,
+               s.model.device.str());
 
   std::vector<size_t> order(examples.size());
   std::iota(order.begin(), order.end(), 0);
@@ -94,7 +95,8 @@ void run_sft(const SftSettings& s) {
   double epochs = -1;
   for (int64_t step = 0; step < max_steps; ++step) {
     const auto start = std::chrono::steady_clock::now();
-    double loss_sum = 0, tokens = 0;
+    at::Tensor loss_sum = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(s.model.device));
+    double tokens = 0;
     for (int64_t m = 0; m < ga; ++m) {
       std::vector<RolloutSequence> part;
       while (static_cast<int64_t>(part.size()) < micro) {
@@ -105,19 +107,19 @@ void run_sft(const SftSettings& s) {
         }
         part.push_back(examples[order[cursor++]]);
       }
-      RolloutBatch batch = make_rollout_batch(part, 0, false);
+      for (const RolloutSequence& e : part) tokens += static_cast<double>(e.completion_ids.size());
+      RolloutBatch batch = make_rollout_batch(part, 0, false, s.model.device);
       at::Tensor logp = completion_logprobs(*policy, batch, {1.0, kLogprobChunk, false}).logprobs;  // [B, T]
       const at::Tensor& mask = batch.completion_mask;
       at::Tensor loss = -(logp * mask).sum() / mask.sum().clamp_min(1.0) / static_cast<double>(ga);
       loss.backward();
-      loss_sum += loss.item<double>();
-      tokens += mask.sum().item<double>();
+      loss_sum += loss.detach();  // read once per step, not per micro-batch (a GPU waits at each read)
     }
     const double grad_norm = torch::nn::utils::clip_grad_norm_(policy->parameters(), s.optimizer.max_grad_norm);
     set_learning_rate(*optimizer, schedule.lr(step));
     optimizer->step();
     optimizer->zero_grad(/*set_to_none=*/false);  // kept for the next backward: see make_adamw
-    log.add({{"loss", loss_sum},
+    log.add({{"loss", loss_sum.item<double>()},
              {"grad_norm", grad_norm},
              {"learning_rate", schedule.lr(step)},
              {"epoch", epochs + static_cast<double>(cursor) / static_cast<double>(order.size())},

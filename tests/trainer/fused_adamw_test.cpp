@@ -111,6 +111,30 @@ TEST(FusedAdamW, Float32FollowsLibTorchsAdamW) {
   for (size_t i = 0; i < ours.size(); ++i) EXPECT_GT((ours[i] - start[i]).abs().min().item<float>(), 0.0f) << i;
 }
 
+// What a step on a GPU runs: LibTorch's fused kernel (torch.optim.AdamW(fused=True)),
+// here through its CPU build, within the same float32 bounds of the exact update.
+TEST(FusedAdamW, TheFusedKernelAGpuRunsFollowsTheSameUpdate) {
+  auto ours = params(at::kFloat, 5), unused = copies(ours);
+  FusedAdamW fused(ours, options());
+  std::vector<ExactAdamW> exact(ours.begin(), ours.end());
+  for (int step = 0; step < 6; ++step) {
+    set_grads(ours, unused, step);
+    for (size_t i = 0; i < ours.size(); ++i) exact[i].update(ours[i].grad());
+    fused.kernel_step();
+  }
+  const auto start = params(at::kFloat, 5);
+  for (size_t i = 0; i < ours.size(); ++i) {
+    const std::string name = "parameter " + std::to_string(i);
+    expect_within(ours[i], exact[i].p, exact[i].p_tol, name);
+    const auto& a = static_cast<torch::optim::AdamWParamState&>(*fused.state().at(
+        grpo::trainer::optimizer_state_key(ours[i])));
+    EXPECT_EQ(a.step(), 6) << "the host's step count, which checkpoints save";
+    expect_within(a.exp_avg(), exact[i].m, exact[i].m_tol, name + ", exp_avg");
+    expect_within(a.exp_avg_sq(), exact[i].v, exact[i].v_tol, name + ", exp_avg_sq");
+    EXPECT_GT((ours[i] - start[i]).abs().min().item<float>(), 0.0f) << name << " never moved";
+  }
+}
+
 TEST(FusedAdamW, WhatTheLoopDoesNotTakeRunsLibTorchsOpsBitwise) {
   for (bool amsgrad : {false, true}) {
     // float64 parameters, amsgrad, a non-contiguous gradient: LibTorch's own step.

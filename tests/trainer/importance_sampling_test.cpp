@@ -21,16 +21,17 @@ const at::Tensor kMask = torch::tensor({{1.0f, 1.0f, 1.0f}, {1.0f, 1.0f, 0.0f}})
 }  // namespace
 
 TEST(ImportanceSampling, TokenModesTruncateOrMaskAboveTheCap) {
-  std::map<std::string, double> m;
-  at::Tensor t = importance_weights(kOld, kSampler, kMask, IsCorrectionMode::TokenTruncate, 3.0, m);
+  MetricTensors on_device;
+  at::Tensor t = importance_weights(kOld, kSampler, kMask, IsCorrectionMode::TokenTruncate, 3.0, on_device);
   // exp(0.5), exp(-1), 1; exp(2) -> 3, 1, padding exp(0) = 1
   EXPECT_NEAR(t[0][0].item<float>(), std::exp(0.5f), 1e-6);
   EXPECT_NEAR(t[0][1].item<float>(), std::exp(-1.0f), 1e-6);
   EXPECT_EQ(t[1][0].item<float>(), 3.0f);
   EXPECT_EQ(t[1][2].item<float>(), 1.0f) << "padding has no ratio of its own";
-  at::Tensor k = importance_weights(kOld, kSampler, kMask, IsCorrectionMode::TokenMask, 3.0, m);
+  at::Tensor k = importance_weights(kOld, kSampler, kMask, IsCorrectionMode::TokenMask, 3.0, on_device);
   EXPECT_EQ(k[1][0].item<float>(), 0.0f);
   EXPECT_NEAR(k[0][0].item<float>(), std::exp(0.5f), 1e-6);
+  std::map<std::string, double> m = read_metrics(on_device);
   EXPECT_NEAR(m["sampling/importance_sampling_ratio/max"], std::exp(0.5), 1e-6);
   EXPECT_EQ(m["sampling/importance_sampling_ratio/min"], 0.0);
   EXPECT_NEAR(m["sampling/sampling_logp_difference/max"], 2.0, 1e-6);
@@ -38,7 +39,7 @@ TEST(ImportanceSampling, TokenModesTruncateOrMaskAboveTheCap) {
 }
 
 TEST(ImportanceSampling, SequenceModesUseTheProductOfTheTokenRatios) {
-  std::map<std::string, double> m;
+  MetricTensors m;
   at::Tensor s = importance_weights(kOld, kSampler, kMask, IsCorrectionMode::SequenceTruncate, 3.0, m);
   ASSERT_EQ(s.sizes(), (at::IntArrayRef{2, 1}));
   EXPECT_NEAR(s[0][0].item<float>(), std::exp(-0.5f), 1e-6);  // 0.5 - 1 + 0

@@ -13,6 +13,7 @@
 #include <torch/utils.h>
 
 #include "dlpack_alias.h"
+#include "model/device.h"
 #include "model/dtype.h"
 #include "model/engine.h"
 #include "model/threads.h"
@@ -41,11 +42,11 @@ grpo_status create(const grpo_host_api* host_api, grpo_str config, grpo_sampler_
         tok_path.size() > 5 && tok_path.compare(tok_path.size() - 5, 5, ".json") == 0
             ? grpo::tok::Tokenizer::from_file(tok_path)
             : grpo::tok::Tokenizer::from_dir(tok_path));
-    grpo::model::CausalLM lm = grpo::model::load_model(dir, grpo::model::weight_dtype_from_name(o.get_string("torch_dtype", "")));
-    const std::string device = o.get_string("device", "cpu");
-    lm->to(at::Device(device));
+    const at::Device device = grpo::model::parse_device(o.get_string("device", "cpu"), "the native sampler's device");
+    grpo::model::CausalLM lm =
+        grpo::model::load_model(dir, grpo::model::weight_dtype_from_name(o.get_string("torch_dtype", "")), device);
     s->engine = std::make_unique<grpo::model::Engine>(lm, s->tokenizer.get());
-    s->host.info("native sampler ready: " + dir + " on " + device);
+    s->host.info("native sampler ready: " + dir + " on " + device.str());
     *out = reinterpret_cast<grpo_sampler_instance*>(s.release());
   });
 }
@@ -134,7 +135,7 @@ const char* kOptions = R"json([
   {"name": "model", "type": "string", "default": null, "help": "Hugging Face model directory"},
   {"name": "tokenizer", "type": "string", "default": null, "help": "tokenizer directory or tokenizer.json (default: the model's)"},
   {"name": "torch_dtype", "type": "string", "default": "float32", "help": "float32, bfloat16 or float16"},
-  {"name": "device", "type": "string", "default": "cpu", "help": "cpu or cuda[:N]"},
+  {"name": "device", "type": "string", "default": "cpu", "help": "cpu, cuda[:N] or auto (the trainer passes its own)"},
   {"name": "num_threads", "type": "int", "default": 0, "help": "CPU threads (0 = all cores)"}])json";
 
 }  // namespace

@@ -1,0 +1,43 @@
+#include "model/device_memory.h"
+
+#ifdef GRPO_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
+#endif
+
+namespace grpo::model {
+
+#ifdef GRPO_WITH_CUDA
+
+namespace {
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr auto kAll = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
+}  // namespace
+
+std::optional<DeviceMemory> device_memory(at::Device device) {
+  if (!device.is_cuda()) return std::nullopt;
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+  return DeviceMemory{static_cast<double>(stats.allocated_bytes[kAll].current) / kGiB,
+                      static_cast<double>(stats.reserved_bytes[kAll].current) / kGiB,
+                      static_cast<double>(stats.allocated_bytes[kAll].peak) / kGiB};
+}
+
+void reset_peak_memory(at::Device device) {
+  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
+}
+
+void release_cached_memory(at::Device device) {
+  if (!device.is_cuda()) return;
+  c10::cuda::device_synchronize();
+  c10::cuda::CUDACachingAllocator::emptyCache();
+}
+
+#else  // A build without CUDA has no GPU to report on.
+
+std::optional<DeviceMemory> device_memory(at::Device) { return std::nullopt; }
+void reset_peak_memory(at::Device) {}
+void release_cached_memory(at::Device) {}
+
+#endif
+
+}  // namespace grpo::model

@@ -1,0 +1,26 @@
+// What a GPU's memory holds, from LibTorch's caching allocator: for the
+// `memory/*` metrics of each phase, and to hand cached blocks back to the
+// driver (gc_collect_after_offload). On the CPU there is nothing to report
+// here (the process's own size is memory/rss_gb).
+#pragma once
+
+#include <optional>
+
+#include <c10/core/Device.h>
+
+namespace grpo::model {
+
+struct DeviceMemory {
+  double allocated_gb = 0;       // held by tensors now
+  double reserved_gb = 0;        // held by the allocator (tensors and its cache)
+  double peak_allocated_gb = 0;  // the most held by tensors since the last reset_peak_memory
+};
+
+// nullopt on the CPU, or in a build without CUDA.
+std::optional<DeviceMemory> device_memory(at::Device device);
+void reset_peak_memory(at::Device device);
+// Returns the allocator's unused cached blocks to the driver; waits for the
+// device first. Nothing on the CPU.
+void release_cached_memory(at::Device device);
+
+}  // namespace grpo::model

@@ -1,0 +1,65 @@
+// The phases of a GRPO step as the device sees them: each phase's peak
+// memory is logged (memory/<phase>_peak_gb), and running out of device
+// memory in it becomes an error that names the phase, the sizes involved and
+// the flags that lower them, instead of LibTorch's bare allocator message.
+#pragma once
+
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include <c10/core/Device.h>
+
+namespace grpo::trainer {
+
+enum class StepPhase { Generation, Logprobs, Backward, Optimizer };
+
+class OutOfDeviceMemory : public std::runtime_error {
+ public:
+  OutOfDeviceMemory(StepPhase phase, const std::string& what) : std::runtime_error(what), phase_(phase) {}
+  StepPhase phase() const { return phase_; }
+  // Whether the weights are still those of the last finished step: true for
+  // every phase before the optimizer's.
+  bool weights_intact() const { return phase_ != StepPhase::Optimizer; }
+
+ private:
+  StepPhase phase_;
+};
+
+// Whether `e` is an allocator's out-of-memory error: LibTorch's (CUDA or
+// CPU), or a sampler plugin's report of one.
+bool is_out_of_memory(const std::exception& e);
+
+// OutOfDeviceMemory for `e` in `phase`: `sizes` says what was being
+// computed (e.g. "micro-batches of 4 completions x 1,536 tokens").
+OutOfDeviceMemory out_of_memory_in(StepPhase phase, const at::Device& device, const std::string& sizes,
+                                   const std::exception& e);
+
+// Runs `body` as `phase` on `device`. On a GPU the phase's peak memory goes
+// into metrics["memory/<phase>_peak_gb"] (the largest of the step's calls).
+template <class Body>
+void run_phase(StepPhase phase, const at::Device& device, std::map<std::string, double>& metrics,
+               const std::string& sizes, Body&& body);
+
+namespace detail {
+void begin_phase(const at::Device& device);
+void end_phase(StepPhase phase, const at::Device& device, std::map<std::string, double>& metrics);
+}  // namespace detail
+
+template <class Body>
+void run_phase(StepPhase phase, const at::Device& device, std::map<std::string, double>& metrics,
+               const std::string& sizes, Body&& body) {
+  detail::begin_phase(device);
+  try {
+    std::forward<Body>(body)();
+  } catch (const OutOfDeviceMemory&) {
+    throw;
+  } catch (const std::exception& e) {
+    if (!is_out_of_memory(e)) throw;
+    throw out_of_memory_in(phase, device, sizes, e);
+  }
+  detail::end_phase(phase, device, metrics);
+}
+
+}  // namespace grpo::trainer

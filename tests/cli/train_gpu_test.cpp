@@ -1,0 +1,116 @@
+// grpo-host train on CUDA (label `gpu`; skipped without a GPU): the same run
+// as on the CPU in float32, bfloat16 full and LoRA runs that learn, device
+// memory that does not grow from step to step, and each phase's peak logged.
+//
+// The reward is the test fixture's (a completion's length in bytes), which a
+// tiny random model learns to raise within 20 steps: measured on the CPU in
+// bfloat16 with these settings, the mean of the last 5 steps' rewards was
+// 3-7 bytes above that of the first 5 for three seeds, full and LoRA.
+#include <cmath>
+#include <filesystem>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <torch/cuda.h>
+
+#include "cli/cli_util.h"
+#include "model/checkpoint_files.h"
+#include "model/weights.h"
+#include "plugin_paths.h"
+
+using namespace grpo::testing;
+
+namespace {
+
+std::string flags(const std::string& dir, const std::string& out) {
+  return "train --model " + dir + "/model --dataset " + dir + "/rows.jsonl --plugins " FIXTURE_OK +
+         " --reward_funcs fixture --num_generations 8 --per_device_train_batch_size 8 --max_completion_length 16 "
+         "--logging_steps 1 --report_to none --log_completions true --output_dir " + dir + "/" + out + " ";
+}
+
+double mean_reward(const std::vector<nlohmann::json>& log, size_t begin, size_t end) {
+  double sum = 0;
+  for (size_t i = begin; i < end; ++i) sum += log.at(i)["reward"].get<double>();
+  return sum / static_cast<double>(end - begin);
+}
+
+}  // namespace
+
+// Sampled, not greedy: a greedy group has one completion G times, no
+// advantage and so no policy gradient to compare. The engine draws each
+// completion from its own seeded generator on either device (gpu_test checks
+// the sampled ids), so both runs sample the same completions from logits
+// that agree to float32's rounding.
+TEST(TrainGpu, FiveFloat32StepsOnTheGpuEqualTheCpusRun) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const std::string dir = tiny_run_dir("train_gpu_f32");
+  const std::string common = "--train_type full --torch_dtype float32 --learning_rate 1e-3 --max_steps 5 --beta 0.04 ";
+  CommandResult cpu = run_host(flags(dir, "cpu") + common + "--use_cpu true");
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.output;
+  CommandResult gpu = run_host(flags(dir, "gpu") + common);
+  ASSERT_EQ(gpu.exit_code, 0) << gpu.output;
+  EXPECT_NE(gpu.output.find(" on cuda:0 in float32 for 5 steps"), std::string::npos) << gpu.output;
+  EXPECT_NE(gpu.output.find("native sampler ready: "), std::string::npos) << gpu.output;
+
+  const auto cpu_completions = read_jsonl(dir + "/cpu/completions.jsonl");
+  const auto gpu_completions = read_jsonl(dir + "/gpu/completions.jsonl");
+  ASSERT_EQ(cpu_completions.size(), gpu_completions.size());
+  for (size_t i = 0; i < cpu_completions.size(); ++i)
+    ASSERT_EQ(cpu_completions[i]["completion"], gpu_completions[i]["completion"]) << "completion " << i;
+  const auto cpu_log = read_jsonl(dir + "/cpu/logging.jsonl"), gpu_log = read_jsonl(dir + "/gpu/logging.jsonl");
+  ASSERT_EQ(cpu_log.size(), 5u);
+  ASSERT_EQ(gpu_log.size(), 5u);
+  for (size_t i = 0; i < 5; ++i)
+    for (const char* key : {"loss", "kl", "grad_norm", "reward"})
+      EXPECT_NEAR(cpu_log[i][key].get<double>(), gpu_log[i][key].get<double>(), 1e-4) << key << " at step " << i + 1;
+
+  namespace m = grpo::model;
+  const auto a = m::CheckpointFiles::open(dir + "/cpu/checkpoint-5");
+  const auto b = m::CheckpointFiles::open(dir + "/gpu/checkpoint-5");
+  const auto start = m::CheckpointFiles::open(dir + "/model");
+  double moved = 0;
+  for (const auto& name : a.names()) {
+    const at::Tensor x = m::tensor_view(a.require(name)), y = m::tensor_view(b.require(name));
+    EXPECT_LE((x - y).abs().max().item<double>(), 1e-4) << name;
+    moved = std::max(moved, (x - m::tensor_view(start.require(name))).abs().max().item<double>());
+  }
+  EXPECT_GT(moved, 1e-3) << "the runs trained: the comparison is not of two unchanged models";
+}
+
+TEST(TrainGpu, Bfloat16FullAndLoraRunsKeepAFiniteLossAndRaiseTheReward) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const std::string dir = tiny_run_dir("train_gpu_bf16");
+  for (const std::string type : {"full", "lora"}) {
+    CommandResult r = run_host(flags(dir, type) + "--train_type " + type + " --torch_dtype bfloat16 --beta 0 "
+                               "--max_steps 20 --learning_rate " + (type == "full" ? "5e-3" : "5e-2"));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find(" on cuda:0 in bfloat16 for 20 steps"), std::string::npos) << r.output;
+    const auto log = read_jsonl(dir + "/" + type + "/logging.jsonl");
+    ASSERT_EQ(log.size(), 20u);
+    for (const auto& line : log) {
+      EXPECT_TRUE(std::isfinite(line["loss"].get<double>())) << type << ": " << line;
+      EXPECT_TRUE(std::isfinite(line["grad_norm"].get<double>())) << type << ": " << line;
+    }
+    EXPECT_GT(mean_reward(log, 15, 20), mean_reward(log, 0, 5) + 1.0) << type << ": the reward did not rise";
+  }
+}
+
+// Everything a step allocates is freed or reused by the next: the tensors
+// held after step 3 are the tensors held after step 10. Each phase's peak is
+// logged, and generation, log-probs and backward each hold more than the
+// weights alone.
+TEST(TrainGpu, MemoryAfterStepThreeEqualsMemoryAfterStepTenAndEachPhasesPeakIsLogged) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const std::string dir = tiny_run_dir("train_gpu_memory");
+  CommandResult r = run_host(flags(dir, "out") + "--train_type full --torch_dtype bfloat16 --max_steps 10");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto log = read_jsonl(dir + "/out/logging.jsonl");
+  ASSERT_EQ(log.size(), 10u);
+  EXPECT_EQ(log[2]["memory/allocated_gb"], log[9]["memory/allocated_gb"]) << log[2] << "\n" << log[9];
+  for (const char* phase : {"generation", "logprob", "backward", "optimizer"}) {
+    const std::string key = std::string("memory/") + phase + "_peak_gb";
+    ASSERT_TRUE(log[9].contains(key)) << key;
+    EXPECT_GT(log[9][key].get<double>(), 0.0) << key;
+  }
+  EXPECT_GT(log[9]["memory/backward_peak_gb"].get<double>(), log[9]["memory/allocated_gb"].get<double>());
+}
