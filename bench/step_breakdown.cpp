@@ -7,16 +7,19 @@
 //   bench_step [--model DIR] [--steps 6] [--threads 2]
 // Without --model a fresh `small` preset model is created (untrained, so its
 // completions run to max_completion_length: a generation-heavy step).
-//   bench_step --shape qwen2.5-0.5b [--steps 3] [--dtype float32|bfloat16]
+//   bench_step --shape qwen2.5-0.5b [--steps 3] [--dtype float32|bfloat16] [--device cpu|cuda]
 // times a GRPO step at a real model's shape (random weights, the Qwen3
 // tokenizer of tests/data): 2 prompts x G 8, 64 new tokens, full-vocabulary
 // sampling, beta 0, every weight trained in that dtype, against the same step
-// taken by the plain PyTorch peer (bench/peer/qwen2_peer.py step, on the
-// torch wheel LibTorch came from) in the same run.
+// taken in the same run by a peer on the torch wheel LibTorch came from: on
+// the CPU the plain PyTorch peer (bench/peer/qwen2_peer.py step), on a GPU
+// Hugging Face transformers' own model class, its generate and TRL's clipped
+// loss (bench/peer/hf_grpo_step.py).
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
 #include <map>
 #include <unistd.h>
 #include <string>
@@ -44,7 +47,9 @@ bool run_and_sum(const std::string& cmd, const std::string& out, std::map<std::s
 }
 
 // The GRPO step at a real shape, ours and the peer's; returns the exit status.
-int real_shape_step(const std::string& shape, const std::string& dtype, int steps, int threads, const fs::path& work) {
+int real_shape_step(const std::string& shape, const std::string& dtype, const std::string& device, int steps,
+                    int threads, const fs::path& work) {
+  const bool gpu = device != "cpu";
   const std::string host = GRPO_HOST_EXE, src = GRPO_SOURCE_DIR;
   const fs::path tokenizer = work / "tokenizer", model = work / "model";
   fs::create_directories(tokenizer);
@@ -61,15 +66,22 @@ int real_shape_step(const std::string& shape, const std::string& dtype, int step
                             "--gradient_accumulation_steps 1 --max_completion_length 64 --temperature 1 --top_k 0 "
                             "--top_p 1 --beta 0 --learning_rate 1e-6 --gradient_checkpointing false --max_steps " +
                             std::to_string(steps) + " --logging_steps 1 --save_steps 100000 --log_completions false "
-                            "--report_to none --num_threads " + std::to_string(threads) + " --output_dir " + out;
+                            "--report_to none --num_threads " + std::to_string(threads) + " --output_dir " + out +
+                            (gpu ? "" : " --use_cpu true");
   std::map<std::string, double> ours;
   int n = 0;
   if (!run_and_sum(train, out, ours, n)) return 1;
+  if (gpu && !ours.count("memory/allocated_gb")) {  // logged on a GPU only
+    std::fprintf(stderr, "grpo-host trained on the CPU: this process sees no GPU\n");
+    return 2;
+  }
   // --prompt 17: about the chat-formatted quickstart prompts' length in the Qwen3 tokenizer.
-  const std::string peer_cmd = std::string(GRPO_TORCH_PYTHON) + " " + src + "/bench/peer/qwen2_peer.py step --config " +
-                               (model / "config.json").string() + " --prompts 2 --generations 8 --prompt 17"
-                               " --new_tokens 64 --runs " + std::to_string(n) + " --threads " + std::to_string(threads) +
-                               " --dtype " + dtype;
+  const std::string shape_args = " --config " + (model / "config.json").string() +
+                                 " --prompts 2 --generations 8 --prompt 17 --new_tokens 64 --runs " + std::to_string(n) +
+                                 " --threads " + std::to_string(threads) + " --dtype " + dtype;
+  const std::string peer_cmd = std::string(GRPO_TORCH_PYTHON) + " " + src +
+                               (gpu ? "/bench/peer/hf_grpo_step.py --device " + device : "/bench/peer/qwen2_peer.py step") +
+                               shape_args;
   // The peer's phases under the same names: log-probs and loss, backward, clipping and AdamW.
   std::map<std::string, double> peer;
   std::vector<double> peer_steps;
@@ -82,10 +94,11 @@ int real_shape_step(const std::string& shape, const std::string& dtype, int step
     peer["time/logprob"] += j["forward_s"].get<double>();
     peer["time/backward"] += j["backward_s"].get<double>();
     peer["time/optimizer"] += j["optimizer_s"].get<double>();
+    peer["peak_gb"] = std::max(peer["peak_gb"], j.value("peak_gb", 0.0));
     ++peer_n;
   }
-  std::printf("\nGRPO step at %s's shape (2 prompts x G 8, 64 new tokens, %s, beta 0), %d steps after the first\n",
-              shape.c_str(), dtype.c_str(), n);
+  std::printf("\nGRPO step at %s's shape (2 prompts x G 8, 64 new tokens, %s, beta 0) on %s, %d steps after the first\n",
+              shape.c_str(), dtype.c_str(), device.c_str(), n);
   const char* phases[] = {"step_time", "time/generate", "time/logprob", "time/backward", "time/optimizer"};
   std::printf("%-10s %10s %10s %14s %10s %10s\n", "", "step s", "generate s", "log-probs s", "backward s",
               "optimizer s");
@@ -104,6 +117,13 @@ int real_shape_step(const std::string& shape, const std::string& dtype, int step
   std::printf("%-10s", "peer/grpo");
   for (const char* k : phases) std::printf(" %9.2fx", (peer[k] / peer_n) / (ours[k] / n));
   std::printf("\n(grpo's optimizer phase includes gradient clipping, as the peer's does)\n");
+  if (gpu) {  // each phase's peak as logged, the largest of the run; the peer's over its whole step
+    double ours_peak = 0;
+    for (const char* k : {"memory/generation_peak_gb", "memory/logprob_peak_gb", "memory/backward_peak_gb",
+                          "memory/optimizer_peak_gb"})
+      for (double v : grpo::bench::per_step(out, k)) ours_peak = std::max(ours_peak, v);
+    std::printf("peak device memory, GiB: grpo %.2f, peer %.2f\n", ours_peak, peer["peak_gb"]);
+  }
   // Ours settles after the second step: the first allocates AdamW's state, the
   // second grows the heap to its peak, from then on nothing is faulted in.
   std::printf("each step, s: grpo");
@@ -117,7 +137,7 @@ int real_shape_step(const std::string& shape, const std::string& dtype, int step
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string model, shape, dtype = "float32";
+  std::string model, shape, dtype = "float32", device = "cpu";
   int steps = 6, threads = 2;
   for (int i = 1; i + 1 < argc; ++i) {
     std::string a = argv[i];
@@ -126,11 +146,12 @@ int main(int argc, char** argv) {
     else if (a == "--threads") threads = std::atoi(argv[++i]);
     else if (a == "--shape") shape = argv[++i];
     else if (a == "--dtype") dtype = argv[++i];
+    else if (a == "--device") device = argv[++i];
   }
   const fs::path work = fs::temp_directory_path() / ("grpo_bench_step_" + std::to_string(getpid()));
   fs::create_directories(work);
   if (!shape.empty()) {
-    const int status = real_shape_step(shape, dtype, steps, threads, work);
+    const int status = real_shape_step(shape, dtype, device, steps, threads, work);
     fs::remove_all(work);
     return status;
   }

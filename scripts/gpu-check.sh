@@ -106,8 +106,11 @@ phase build-all 200 cmake --build "$BUILD_DIR" -j "$JOBS" "${KEEP_GOING[@]}" >>"
 # device a run picks, float32 by default); GPU runs are the tests above.
 (cd "$BUILD_DIR" && CUDA_VISIBLE_DEVICES= phase ctest-all 40 ctest -LE gpu -j "$JOBS" --output-on-failure \
   >"$OUT/ctest.log" 2>&1)
-phase bench-engine 0 "$BUILD_DIR/bin/bench_engine" --shape qwen2.5-0.5b --dtype bfloat16 --device cuda \
-  >"$OUT/bench_engine.txt" 2>&1
+phase bench-engine 70 "$BUILD_DIR/bin/bench_engine" --shape qwen2.5-0.5b --dtype bfloat16 --device cuda \
+  >"$OUT/bench.txt" 2>&1
+# The GRPO step on the GPU against Hugging Face transformers + TRL's loss, same run.
+phase bench-step 0 "$BUILD_DIR/bin/bench_step" --shape qwen2.5-0.5b --dtype bfloat16 --device cuda --steps 3 \
+  >>"$OUT/bench.txt" 2>&1
 
 # Logs are cut to what reads in a reply: the failures and the closing lines.
 for f in build.log ctest.log; do
