@@ -62,12 +62,9 @@ void fused_update(at::Tensor& p, const at::Tensor& g, at::Tensor& m, at::Tensor&
   });
 }
 
-// Whether the loop takes p: a float32 or bfloat16 CPU tensor whose gradient
-// and moments (when they exist yet) are laid out as it is.
-bool fusable(const at::Tensor& p, const OptimizerParamState* state, bool amsgrad) {
-  const auto dtype = p.scalar_type();
-  if (amsgrad || !p.device().is_cpu() || !p.is_contiguous() || (dtype != at::kFloat && dtype != at::kBFloat16))
-    return false;
+// Whether p's gradient and moments (when they exist yet) are dense and laid
+// out as p is: its dtype, device and shape, contiguous.
+bool laid_out_as_it(const at::Tensor& p, const OptimizerParamState* state) {
   std::vector<const at::Tensor*> others = {&p.grad()};
   if (state) {
     const auto& s = static_cast<const torch::optim::AdamWParamState&>(*state);
@@ -75,29 +72,25 @@ bool fusable(const at::Tensor& p, const OptimizerParamState* state, bool amsgrad
     others.push_back(&s.exp_avg_sq());
   }
   for (const at::Tensor* t : others)
-    if (t->is_sparse() || t->scalar_type() != dtype || !t->device().is_cpu() || !t->is_contiguous() ||
-        t->numel() != p.numel())
+    if (t->is_sparse() || t->scalar_type() != p.scalar_type() || t->device() != p.device() ||
+        t->sizes() != p.sizes() || !t->is_contiguous())
       return false;
   return true;
 }
 
-// Whether LibTorch's fused kernel (torch.optim.AdamW(fused=True)'s) takes p:
-// a dense floating-point tensor whose gradient and moments share its dtype
-// and device. It runs on CUDA and, since LibTorch 2.4, on the CPU.
-bool kernel_fusable(const at::Tensor& p, const OptimizerParamState* state, bool amsgrad) {
+// Whether the loop takes p: a contiguous float32 or bfloat16 CPU tensor.
+bool fusable(const at::Tensor& p, const OptimizerParamState* state, bool amsgrad) {
   const auto dtype = p.scalar_type();
-  if (amsgrad || p.is_sparse() || !at::isFloatingType(dtype) || !p.is_contiguous()) return false;
-  std::vector<const at::Tensor*> others = {&p.grad()};
-  if (state) {
-    const auto& s = static_cast<const torch::optim::AdamWParamState&>(*state);
-    others.push_back(&s.exp_avg());
-    others.push_back(&s.exp_avg_sq());
-  }
-  for (const at::Tensor* t : others)
-    if (t->is_sparse() || t->scalar_type() != dtype || t->device() != p.device() || t->sizes() != p.sizes() ||
-        !t->is_contiguous())
-      return false;
-  return true;
+  return !amsgrad && p.device().is_cpu() && p.is_contiguous() && (dtype == at::kFloat || dtype == at::kBFloat16) &&
+         laid_out_as_it(p, state);
+}
+
+// Whether LibTorch's fused kernel (torch.optim.AdamW(fused=True)'s) takes p:
+// a dense, contiguous floating-point tensor. It runs on CUDA and, since
+// LibTorch 2.4, on the CPU.
+bool kernel_fusable(const at::Tensor& p, const OptimizerParamState* state, bool amsgrad) {
+  return !amsgrad && !p.is_sparse() && at::isFloatingType(p.scalar_type()) && p.is_contiguous() &&
+         laid_out_as_it(p, state);
 }
 
 // On a GPU: the kernel. On the CPU, what the loop does not take stays
