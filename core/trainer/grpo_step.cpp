@@ -4,9 +4,12 @@
 // log-probs, the clipped loss and backward, and finally the update.
 #include <sys/resource.h>
 
+#include <cmath>
+
 #include <torch/types.h>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "model/device_memory.h"
 #include "model/lora.h"
@@ -61,6 +64,12 @@ Metrics GrpoTrainer::step() {
   // counted: a failed push still leaves a checkpoint that holds this update.
   // Under async_generate this happens when the next batch is launched.
   if (!s_.sampling.async) sync_sampler_weights(m);
+  if (policy_.nonfinite_steps >= kMaxNonFiniteSteps)
+    throw NonFiniteGradients(fmt::format(
+        "the gradients of the last {} steps were not finite (NaN or infinite), so none of them was applied: check "
+        "the rewards and the reference model for NaN or infinite values, lower --learning_rate or --max_grad_norm, "
+        "or train in --torch_dtype float32",
+        kMaxNonFiniteSteps));
   m["global_step"] = static_cast<double>(policy_.global_step);
   m["epoch"] = prompts_->epoch();
   m["step_time"] = now_s() - start;
@@ -155,7 +164,16 @@ void GrpoTrainer::update(Metrics& m) {
   m["time/grad_sync"] = t_clip - t_opt;
   const double grad_norm = p.sync->clip(s_.optimizer.max_grad_norm, what);
   const double lr = p.schedule->lr(p.global_step);
-  if (active > 0) {  // nothing carried loss (every row filtered): no update at all, not even weight decay
+  // A NaN or infinite gradient would make every weight NaN: that update is
+  // not applied (the step still counts, as a loss scaler's skipped step does).
+  const bool finite = std::isfinite(grad_norm);
+  p.nonfinite_steps = finite ? 0 : p.nonfinite_steps + 1;
+  if (!finite)
+    spdlog::warn("step {}: the gradient norm is {} (the loss was {}); its update is skipped, the weights are those of "
+                 "the step before ({} such step(s) in a row; the run stops at {})",
+                 p.global_step + 1, std::isnan(grad_norm) ? "NaN" : "infinite", m.count("loss") ? m.at("loss") : 0.0,
+                 p.nonfinite_steps, kMaxNonFiniteSteps);
+  if (active > 0 && finite) {  // nothing carried loss (every row filtered): no update at all, not even weight decay
     set_learning_rate(*p.optimizer, lr);
     p.optimizer->step();
   }

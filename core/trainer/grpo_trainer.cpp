@@ -259,6 +259,10 @@ void GrpoTrainer::train() {
       failure = e.what();
       failed = "the training processes lost each other";
       break;
+    } catch (const NonFiniteGradients& e) {  // the weights are still the last finite step's
+      failure = e.what();
+      failed = "its gradients stopped being finite";
+      break;
     } catch (const OutOfDeviceMemory& e) {
       failure = e.what();
       failed = "the device ran out of memory";

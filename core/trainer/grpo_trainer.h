@@ -38,6 +38,16 @@ namespace grpo::trainer {
 
 using Metrics = std::map<std::string, double>;
 
+// Steps in a row whose gradients were not finite, after which the run stops:
+// one such step (a batch that overflowed) is skipped, as a loss scaler skips
+// it; three mean the weights, the data or the settings are broken.
+constexpr int64_t kMaxNonFiniteSteps = 3;
+
+class NonFiniteGradients : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // What the optimizer changes: the policy (with its LoRA adapters), the
 // frozen reference, AdamW and its schedule.
 struct PolicyState {
@@ -48,6 +58,7 @@ struct PolicyState {
   std::unique_ptr<LrSchedule> schedule;
   int64_t global_step = 0;
   int64_t step_active_tokens = 0;  // tokens that carried loss in the current step
+  int64_t nonfinite_steps = 0;     // consecutive steps whose gradient norm was NaN or infinite (not applied)
 };
 
 // What sampling keeps between steps: the sampler and the weights it reads,

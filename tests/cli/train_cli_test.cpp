@@ -2,11 +2,13 @@
 // sampler plugin, rewards from plugins, updates, logging.jsonl, checkpoints.
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_util.h"
+#include "model/weights.h"  // a reference model with NaN weights
 #include "plugin_paths.h"
 
 using namespace grpo::testing;
@@ -147,3 +149,30 @@ TEST(TrainCommand, FourStepsStraightEqualTwoResumeTwo) {
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.output.find("not a training checkpoint"), std::string::npos) << bad.output;
 }
+
+// A reference model whose weights hold NaN makes the KL, the loss and every
+// gradient NaN. Such an update is skipped (the policy stays finite), and
+// after three in a row the run stops saying what to check, keeping the last
+// step's checkpoint, whose weights are the finite ones it started from.
+TEST(TrainCommand, NonFiniteGradientsAreSkippedAndThreeInARowStopTheRun) {
+  std::string dir = setup_run("train_nonfinite");
+  {
+    grpo::model::CausalLM ref = grpo::model::load_model(dir + "/model");
+    at::NoGradGuard no_grad;
+    ref->parameters().back().fill_(std::numeric_limits<float>::quiet_NaN());
+    grpo::model::save_model(*ref, dir + "/ref", dir + "/model");
+  }
+  CommandResult r = run_host("train --config " + dir + "/run.yaml --ref_model " + dir + "/ref --max_steps 6");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  for (const char* part : {"step 1: the gradient norm is NaN", "its update is skipped",
+                           "the gradients of the last 3 steps were not finite", "--torch_dtype float32",
+                           "training stopped at step 3/6"})
+    EXPECT_NE(r.output.find(part), std::string::npos) << part << " in:\n" << r.output;
+  ASSERT_TRUE(std::filesystem::exists(dir + "/out/checkpoint-3/model.safetensors")) << r.output;
+  const auto saved = grpo::model::CheckpointFiles::open(dir + "/out/checkpoint-3");
+  const auto start = grpo::model::CheckpointFiles::open(dir + "/model");
+  for (const auto& name : start.names())
+    EXPECT_TRUE(at::equal(grpo::model::tensor_view(saved.require(name)), grpo::model::tensor_view(start.require(name))))
+        << name << ": an update was applied";
+}
+
