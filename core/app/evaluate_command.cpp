@@ -1,6 +1,9 @@
 #include "app/evaluate_command.h"
 
 #include <cstdio>
+#include <cstdlib>
+
+#include <spdlog/spdlog.h>
 
 #include <grpo/multiturn.h>
 #include <grpo/reward.h>
@@ -18,6 +21,7 @@
 #include "trainer/conversations.h"
 #include "trainer/prompt_source.h"
 #include "trainer/settings.h"
+#include "trainer/stop_signal.h"
 
 namespace grpo::app {
 
@@ -96,22 +100,36 @@ int run_evaluate_command(const std::vector<std::string>& args) {
     return generate_with(engine, params, r, prefix_flags);
   };
   std::map<std::string, double> metrics;
+  // Ctrl-C / SIGTERM: generation is given up a few seconds later (nothing is
+  // scored); one that arrives while rewards score lets them finish.
+  trainer::StopSignals signals;
   std::vector<Sample> samples;
-  if (handler) {
-    trainer::ConversationRunner runner(*handler, tokenizer, family,
-                                       {s.multi_turn.max_turns, s.sampling.max_new_tokens, s.multi_turn.total_scope});
-    samples = runner.run(generate, requests, {}, metrics);
-  } else {
-    samples = generate(requests, 0);
-    for (Sample& x : samples) x.text = tokenizer.decode_sampled(x.ids, /*skip_special_tokens=*/true);
+  try {
+    samples = trainer::run_interruptible<std::vector<Sample>>(
+        [&] {
+          if (!handler) return generate(requests, 0);
+          const trainer::ConversationLimits limits{s.multi_turn.max_turns, s.sampling.max_new_tokens,
+                                                   s.multi_turn.total_scope};
+          trainer::ConversationRunner runner(*handler, tokenizer, family, limits);
+          return runner.run(generate, requests, {}, metrics);
+        },
+        "generation");
+  } catch (const trainer::StopRequested&) {
+    // The generating thread still uses the model: leave without destroying it.
+    spdlog::error("evaluate stopped by a signal while generating for {} rows: nothing was scored", requests.size());
+    spdlog::shutdown();
+    std::fflush(nullptr);
+    std::_Exit(1);
   }
+  if (!handler)
+    for (Sample& x : samples) x.text = tokenizer.decode_sampled(x.ids, /*skip_special_tokens=*/true);
   double length = 0;
   for (const Sample& x : samples) length += static_cast<double>(x.ids.size());
 
   std::vector<std::unique_ptr<rewards::HostReward>> host_rewards;
   if (handler && handler->has_reward()) host_rewards.push_back(std::make_unique<rewards::EnvironmentReward>(handler->name()));
   rewards::RewardSet set(registry, s.rewards.funcs, s.rewards.weights, s.run.json, s.rewards.plugin_args, metrics_sink,
-                         s.num_threads, text, {}, std::move(host_rewards));
+                         s.num_threads, text, s.rewards.isolation, std::move(host_rewards));
   rewards::RewardMatrix m = set.score(samples, {});
   std::printf("%s on %zu rows (%s)\n", dir.c_str(), samples.size(), parsed.extras.count("sample") ? "sampled" : "greedy");
   for (size_t f = 0; f < m.names.size(); ++f)
@@ -124,7 +142,16 @@ int run_evaluate_command(const std::vector<std::string>& args) {
   if (!samples.empty())
     std::printf("  first completion: %s\n",
                 handler ? samples[0].conversation_json.c_str() : samples[0].text.c_str());
-  return 0;
+  long failures = 0;
+  for (const auto& fn : set.functions()) {
+    if (fn->failures() == 0) continue;
+    spdlog::error("reward '{}' ({}) failed on {} batch(es); those rewards counted as no opinion (NaN) in the means above",
+                  fn->name(), fn->file(), fn->failures());
+    failures += fn->failures();
+  }
+  if (trainer::stop_requested())
+    spdlog::warn("a stop signal came while the rewards scored; the scores above are whole");
+  return failures ? 1 : 0;
 }
 
 }  // namespace grpo::app

@@ -176,4 +176,11 @@ nlohmann::json resolve_plugin_flags(const std::map<std::string, config::Config::
   return out;
 }
 
+Isolation read_isolation(config::SettingsReader& r) {
+  Isolation i;
+  i.process = r.choice<bool>("plugin_isolation", {{"none", false}, {"process", true}});
+  i.timeout_s = r.real("reward_timeout");
+  return i;
+}
+
 }  // namespace grpo::plugins

@@ -9,7 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "config/config.h"
+#include "config/settings_reader.h"
 #include "plugins/plugin_library.h"
+#include "plugins/reward_worker.h"
 
 namespace grpo::plugins {
 
@@ -42,5 +44,9 @@ nlohmann::json resolve_plugin_flags(const std::map<std::string, config::Config::
 
 // The option names `plugin` publishes (none when its schema is not an array).
 std::vector<std::string> option_names(const PluginInfo& plugin);
+
+// --plugin_isolation and --reward_timeout, as every command that scores
+// (train, evaluate, score) reads them.
+Isolation read_isolation(config::SettingsReader& r);
 
 }  // namespace grpo::plugins

@@ -83,8 +83,9 @@ int run_score_command(const std::vector<std::string>& args) {
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   auto metrics = std::make_shared<plugins::MetricsSink>();
   plugins::check_plugin_args_sections(cfg.get_json("plugin_args"), cfg.get_strings("reward_funcs"), "", registry.all());
+  config::SettingsReader reader(cfg);
   rewards::RewardSet set(registry, cfg.get_strings("reward_funcs"), cfg.get_doubles("reward_weights"), cfg.to_json(),
-                         cfg.get_json("plugin_args"), metrics, threads);
+                         cfg.get_json("plugin_args"), metrics, threads, {}, plugins::read_isolation(reader));
 
   rewards::RewardMatrix m = set.score(inputs, plugins::TrainerState{});
 

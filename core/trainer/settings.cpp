@@ -10,6 +10,7 @@
 #include "hub/hub_cache.h"
 #include "model/device.h"
 #include "model/dtype.h"
+#include "plugins/plugin_options.h"
 #include "tokenizer/chat_prompt.h"
 
 namespace grpo::trainer {
@@ -166,8 +167,7 @@ RewardSettings read_reward_settings(config::SettingsReader& r) {
     s.models.push_back(hub::resolve_model(m, read_hub_options(r), "--reward_model"));
   s.plugin_args = r.json("plugin_args");
   s.tolerate_errors = r.flag("tolerate_reward_errors");
-  s.isolation.process = r.choice<bool>("plugin_isolation", {{"none", false}, {"process", true}});
-  s.isolation.timeout_s = r.real("reward_timeout");
+  s.isolation = plugins::read_isolation(r);
   return s;
 }
 

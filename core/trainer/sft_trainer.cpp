@@ -20,6 +20,7 @@
 #include "trainer/lr_schedule.h"
 #include "trainer/rollout_batch.h"
 #include "trainer/run_log.h"
+#include "trainer/stop_signal.h"
 
 namespace grpo::trainer {
 
@@ -88,6 +89,15 @@ void run_sft(const SftSettings& s) {
   spdlog::info("sft on {} examples for {} steps ({} per step) on {}", examples.size(), max_steps, per_step,
                s.model.device.str());
 
+  // Ctrl-C / SIGTERM: the step in progress finishes and is saved, as in train.
+  StopSignals signals;
+  const int64_t save_steps = s.logging.save_steps.value_or(0);
+  const nlohmann::json state{{"global_step", 0}, {"max_steps", max_steps}};
+  auto save = [&](int64_t step) {
+    nlohmann::json st = state;
+    st["global_step"] = step;
+    save_checkpoint(*policy, s.checkpoint, step, model_dir, st);
+  };
   std::vector<size_t> order(examples.size());
   std::iota(order.begin(), order.end(), 0);
   std::mt19937_64 rng(s.seed);
@@ -125,9 +135,17 @@ void run_sft(const SftSettings& s) {
              {"epoch", epochs + static_cast<double>(cursor) / static_cast<double>(order.size())},
              {"num_tokens", tokens},
              {"step_time", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()}});
-    if ((step + 1) % logging_steps == 0 || step + 1 == max_steps) log.flush(step + 1, max_steps);
+    const int64_t done = step + 1;
+    if (stop_requested()) {
+      log.flush(done, max_steps);
+      spdlog::warn("stopped by a signal at step {}/{}: saving a checkpoint", done, max_steps);
+      save(done);
+      return;
+    }
+    if (done % logging_steps == 0 || done == max_steps) log.flush(done, max_steps);
+    if (save_steps > 0 && done % save_steps == 0 && done < max_steps) save(done);
   }
-  save_checkpoint(*policy, s.checkpoint, max_steps, model_dir, {{"global_step", max_steps}, {"max_steps", max_steps}});
+  save(max_steps);
 }
 
 }  // namespace grpo::trainer
