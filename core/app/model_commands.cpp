@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include <fmt/format.h>
 #include <torch/types.h>
@@ -33,6 +34,17 @@ std::string one(const config::ParseResult& parsed, const std::string& name, cons
   if (it == parsed.extras.end()) return fallback;
   if (it->second.size() != 1) throw config::ConfigError(fmt::format("--{} takes one value", name));
   return it->second[0];
+}
+
+// `text` as a whole number, or nullopt when it is not one or does not fit in 64 bits.
+std::optional<int64_t> whole_number(const std::string& text) {
+  try {
+    size_t used = 0;
+    const long long n = std::stoll(text, &used);
+    if (used == text.size()) return n;
+  } catch (const std::exception&) {  // invalid_argument, out_of_range
+  }
+  return std::nullopt;
 }
 
 // Copies tokenizer files from a tokenizer.json path or a directory holding one.
@@ -65,13 +77,8 @@ std::vector<tok::Merge> learn_merges(const config::ParseResult& parsed) {
   if (files->second.empty()) throw config::ConfigError("--train_tokenizer needs a dataset (e.g. rows.jsonl)");
   size_t vocab_size = 512;
   if (!size_text.empty()) {
-    size_t used = 0;
-    long long n = -1;
-    try {
-      n = std::stoll(size_text, &used);
-    } catch (const std::exception&) {
-    }
-    if (used != size_text.size() || n <= tok::kByteTokenizerVocabSize)
+    const int64_t n = whole_number(size_text).value_or(-1);
+    if (n <= tok::kByteTokenizerVocabSize)
       throw config::ConfigError(fmt::format("--vocab_size '{}': expected a whole number above {} (the bytes and the "
                                             "chat tokens)", size_text, tok::kByteTokenizerVocabSize));
     vocab_size = static_cast<size_t>(n);
@@ -138,7 +145,11 @@ int run_generate_command(const std::vector<std::string>& args) {
     messages.push_back({"user", prompt});
     request.prompt_ids = tok::encode_chat_prompt(tokenizer, family, messages);
   }
-  request.n = std::stoll(one(parsed, "n", "1"));
+  const std::string n_text = one(parsed, "n", "1");
+  const std::optional<int64_t> n = whole_number(n_text);
+  if (!n || *n < 1 || *n > 1024)
+    throw config::ConfigError(fmt::format("--n '{}': expected a whole number of completions from 1 to 1024", n_text));
+  request.n = *n;
   request.seed = s.seed;
   request.stop_ids = model::stop_token_ids(tokenizer, engine.model()->config(), dir);
   model::SamplingParams params;

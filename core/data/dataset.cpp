@@ -24,6 +24,11 @@ DatasetSpec DatasetSpec::parse(const std::string& spec) {
   std::string count = spec.substr(hash + 1);
   if (count.empty() || count.find_first_not_of("0123456789") != std::string::npos)
     throw DataError(fmt::format("dataset '{}': the part after '#' must be a row count, e.g. data.jsonl#1000", spec));
+  // 19 digits always fit in 64 bits; more are refused, not wrapped or thrown as a bare out_of_range.
+  constexpr uint64_t kMaxRows = 9223372036854775807ULL;
+  const size_t digits = count.size() - std::min(count.find_first_not_of('0'), count.size());
+  if (digits > 19 || (digits == 19 && std::stoull(count) > kMaxRows))
+    throw DataError(fmt::format("dataset '{}': the row count after '#' must be at most {} (2^63 - 1)", spec, kMaxRows));
   out.path = spec.substr(0, hash);
   out.limit = std::stoull(count);
   return out;

@@ -38,7 +38,13 @@ hub::Options read_hub_options(config::SettingsReader& r) {
 std::vector<data::DatasetSource> read_datasets(config::SettingsReader& r, std::string_view flag) {
   const hub::Options hub = read_hub_options(r);
   std::vector<data::DatasetSource> out;
-  for (const std::string& spec : r.texts(flag)) out.push_back(data::resolve_dataset(spec, hub));
+  for (const std::string& spec : r.texts(flag)) {
+    try {
+      out.push_back(data::resolve_dataset(spec, hub));
+    } catch (const data::DataError& e) {  // the flag that named it, for a spec in a YAML list or a launcher's line
+      throw data::DataError(fmt::format("--{}: {}", flag, e.what()));
+    }
+  }
   return out;
 }
 

@@ -95,6 +95,18 @@ TEST(HostileSettings, BatchSizesWhoseProductWrapsAreRefused) {
   EXPECT_EQ(r.output.find("resolved to 0"), std::string::npos) << r.output;
 }
 
+// Before: `[error] stoull`, exit 1. A row count past 64 bits names the flag and the range.
+TEST(HostileSettings, ADatasetRowCountPastSixtyFourBitsNamesTheFlagAndTheRange) {
+  const std::string dir = tiny_run_dir("hostile_row_count");
+  for (const char* count : {"99999999999999999999999", "9223372036854775808"})
+    expect_refused(run_host(run_flags(dir, {{"dataset", dir + "/rows.jsonl#" + count}})),
+                   {"--dataset: dataset '" + dir + "/rows.jsonl#" + count + "'", "at most 9223372036854775807"});
+  CommandResult most = run_host(run_flags(dir, {{"dataset", dir + "/rows.jsonl#09223372036854775807"}}));
+  EXPECT_EQ(most.exit_code, 0) << most.output;
+  expect_refused(run_host("generate --model " + dir + "/model --prompt hi --n 99999999999999999999"),
+                 {"--n '99999999999999999999': expected a whole number"});
+}
+
 TEST(HostileSettings, AMaxLengthThatLeavesNoRoomForAPromptIsRefused) {
   const std::string dir = tiny_run_dir("hostile_max_length");
   expect_refused(run_host(run_flags(dir, {{"max_length", "10"}, {"max_completion_length", "64"}})),

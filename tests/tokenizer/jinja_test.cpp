@@ -161,6 +161,13 @@ TEST(Jinja, WhitespaceControl) {
   EXPECT_EQ(render("{{ 'x' }}\n\n"), "x\n");
 }
 
+// An attribute path's digits past 64 bits index nothing (jinja2: undefined);
+// before, they overflowed std::stoll, an exception no caller expects.
+TEST(Jinja, AnIndexPastSixtyFourBitsIsUndefinedNotAnOverflow) {
+  EXPECT_EQ(render("{{ [[1]] | map(attribute='99999999999999999999') | list | length }}"), "1");
+  EXPECT_EQ(render("{{ [[1]] | map(attribute='0') | list }}"), "[1]");
+}
+
 TEST(Jinja, TrimAndLstripBlocks) {
   // trim_blocks drops the newline after a block tag; lstrip_blocks the indent before it.
   EXPECT_EQ(render("<\n  {% if true %}\n  body\n  {% endif %}\n>"), "<\n  body\n>");

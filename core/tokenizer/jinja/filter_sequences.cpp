@@ -17,7 +17,8 @@ std::vector<Value> attribute_path(const Value& attribute) {
     return parts;
   }
   for (const auto& part : py::split(attribute.as_string(), std::string("."), -1)) {
-    bool digits = !part.empty() && part.find_first_not_of("0123456789") == std::string::npos;
+    // Past 18 digits no list is that long: kept as a key (nothing found), never a stoll overflow.
+    bool digits = !part.empty() && part.size() <= 18 && part.find_first_not_of("0123456789") == std::string::npos;
     parts.push_back(digits ? Value(static_cast<int64_t>(std::stoll(part))) : Value(part));
   }
   return parts;

@@ -264,7 +264,8 @@ Value resolve_field(const std::string& field, const CallArgs& args, size_t& auto
       size_t close = field.find(']', i);
       if (close == std::string::npos) throw JinjaError("Missing ']' in format string");
       std::string key = field.substr(i + 1, close - i - 1);
-      bool digits = !key.empty() && key.find_first_not_of("0123456789") == std::string::npos;
+      // Past 18 digits no list is that long: kept as a key (nothing found), never a stoll overflow.
+      bool digits = !key.empty() && key.size() <= 18 && key.find_first_not_of("0123456789") == std::string::npos;
       v = get_item(v, digits ? Value(static_cast<int64_t>(std::stoll(key))) : Value(key));
       i = close + 1;
     }
