@@ -103,8 +103,9 @@ phase build-all 200 cmake --build "$BUILD_DIR" -j "$JOBS" "${KEEP_GOING[@]}" >>"
 (cd "$BUILD_DIR" && phase ctest-gpu-train 130 ctest -R '^TrainGpu[.]' --no-tests=error --output-on-failure \
   >"$OUT/ctest-gpu-train.log" 2>&1)
 # The CPU suite with no GPU visible: its runs assert what a CPU run does (the
-# device a run picks, float32 by default); GPU runs are the tests above.
-(cd "$BUILD_DIR" && CUDA_VISIBLE_DEVICES= phase ctest-all 40 ctest -LE gpu -j "$JOBS" --output-on-failure \
+# device a run picks, float32 by default); GPU runs are the tests above. Tests
+# labelled pypi run packages this machine cannot install (no registry): left out.
+(cd "$BUILD_DIR" && CUDA_VISIBLE_DEVICES= phase ctest-all 40 ctest -LE 'gpu|pypi' -j "$JOBS" --output-on-failure \
   >"$OUT/ctest.log" 2>&1)
 phase bench-engine 70 "$BUILD_DIR/bin/bench_engine" --shape qwen2.5-0.5b --dtype bfloat16 --device cuda \
   >"$OUT/bench.txt" 2>&1

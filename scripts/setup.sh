@@ -57,3 +57,13 @@ else
   fi
   "$VENV/bin/pip" install --quiet --disable-pip-version-check "torch==$TORCH_PIN"
 fi
+
+# The reference libraries tests run as oracles and file writers, pinned:
+# DuckDB writes the Parquet files a downloaded dataset may be.
+PYPI_PINS=("duckdb==2.0.1")
+if "$VENV/bin/python" -c "import duckdb, sys; sys.exit(duckdb.__version__ != '2.0.1')" 2>/dev/null; then
+  echo "setup: ${PYPI_PINS[*]} present"
+else
+  echo "setup: installing ${PYPI_PINS[*]} into $VENV"
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check "${PYPI_PINS[@]}"
+fi

@@ -72,11 +72,22 @@ void WeightReceiver::wait_idle() {
 }
 
 void WeightReceiver::init(const std::string& host, int port, int world_size, int rank) {
+  uint64_t call = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     init_queued_ = true;
+    init_failure_.clear();
+    call = ++newest_init_;
   }
-  enqueue([this, host, port, world_size, rank] {
+  enqueue([this, host, port, world_size, rank, call] {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (call != newest_init_) {  // a newer call came while this one waited: it would only wait out its timeout
+        spdlog::warn("weight transfer: the group at {}:{} is not formed: a newer /init_communicator/ replaced it",
+                     host, port);
+        return;
+      }
+    }
     group_.reset();
     connected_ = false;
     spdlog::info("weight transfer: {} the group at {}:{} as rank {} of {}", rank == 0 ? "hosting" : "joining", host,
@@ -84,9 +95,15 @@ void WeightReceiver::init(const std::string& host, int port, int world_size, int
     try {
       group_ = CommGroup::create(host, port, rank, world_size, timeout_, listen_host_);
     } catch (const TransferError& e) {
+      // Logged here and named by the next update; calls that do not need the group are not failed by it.
+      spdlog::error("init_communicator: {}", e.what());
       std::lock_guard<std::mutex> lock(mutex_);
-      init_queued_ = false;
-      throw TransferError(fmt::format("init_communicator: {}", e.what()));
+      if (call == newest_init_) {
+        init_queued_ = false;
+        init_failure_ = fmt::format("the last POST /init_communicator/ ({}:{}) failed: init_communicator: {}", host,
+                                    port, e.what());
+      }
+      return;
     }
     connected_ = true;
     spdlog::info("weight transfer: the trainer joined");
@@ -98,12 +115,16 @@ void WeightReceiver::update(std::vector<TensorSpec> specs, bool as_bucket) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!init_queued_)
-      throw TransferError(fmt::format("update {}: no communicator is open; POST /init_communicator/ first",
-                                      describe(specs)));
+      throw TransferError(fmt::format("update {}: no communicator is open; {}", describe(specs),
+                                      init_failure_.empty() ? "POST /init_communicator/ first" : init_failure_));
   }
   enqueue([this, as_bucket, specs = std::move(specs)] {
     const std::string what = describe(specs);
     try {
+      if (!group_) {  // queued behind a group that then did not form, or was replaced
+        std::lock_guard<std::mutex> lock(mutex_);
+        throw TransferError(init_failure_.empty() ? std::string("no communicator is open") : init_failure_);
+      }
       at::Tensor received;
       std::optional<BroadcastSizeError> mismatch;
       try {

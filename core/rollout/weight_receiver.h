@@ -1,8 +1,12 @@
 // The server's side of weight transfer (rank 0 of the group). HTTP handlers
 // must answer before the trainer broadcasts (the trainer waits for the
 // answer first), so the receiving runs on a thread of its own, in the order
-// the calls came. A failure is reported to the next call that waits for the
-// thread: the next update, /reset_prefix_cache/ or /close_communicator/.
+// the calls came. An update's failure is reported to the next call that waits
+// for the thread: the next update, /reset_prefix_cache/ or
+// /close_communicator/. A group that does not form is logged and named by the
+// next update ("no communicator is open"), never by those other calls; at
+// most one group waits to form after the one forming: a newer
+// /init_communicator/ replaces it.
 #pragma once
 
 #include <atomic>
@@ -67,7 +71,9 @@ class WeightReceiver {
   std::deque<std::function<void()>> queue_;
   bool busy_ = false, stopping_ = false;
   bool init_queued_ = false;  // a group is open or being formed
+  uint64_t newest_init_ = 0;  // the /init_communicator/ call that counts; older queued ones are skipped
   std::optional<std::string> error_;
+  std::string init_failure_;  // why the newest group did not form, for the next update's answer
   std::thread thread_;
 };
 

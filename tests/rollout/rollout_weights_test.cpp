@@ -194,6 +194,37 @@ TEST(RolloutWeights, TrainerThatNeverJoinsTimesOutNamingTheStep) {
   EXPECT_EQ(server.terminate(), 0) << server.log();
 }
 
+// /init_communicator/ calls that no trainer joins: the first forms (and
+// times out); of those queued behind it only the newest counts. Before, each
+// queued call waited out --comm_timeout_s in turn, and /update_named_param/
+// then reported the first one's failure instead of answering for itself.
+TEST(RolloutWeights, StaleInitsAreReplacedAndEachCallAnswersForItself) {
+  RolloutProcess server(grpo::testing::tiny_model_dir(), {"--comm_timeout_s", "2"});
+  ASSERT_NE(server.port(), 0);
+  for (int i = 0; i < 3; ++i) {  // nobody joins these
+    auto r = server.post("/init_communicator/",
+                         {{"host", "127.0.0.1"}, {"port", grpo::testing::free_port()}, {"world_size", 2}});
+    ASSERT_EQ(r.status, 200) << r.raw;
+  }
+  const int port = grpo::testing::free_port();
+  auto init = server.post("/init_communicator/", {{"host", "127.0.0.1"}, {"port", port}, {"world_size", 2}});
+  ASSERT_EQ(init.status, 200) << init.raw;
+  // The first call forms for 2 s, then this one: well within the trainer's 10 s
+  // (three stale calls waited out in turn would take 6 s before it started).
+  auto group = grpo::rollout::CommGroup::create("127.0.0.1", port, /*rank=*/1, 2, std::chrono::seconds(10));
+  auto update = server.post("/update_named_param/",
+                            {{"name", "model.norm.weight"}, {"dtype", "torch.float32"}, {"shape", {64}}});
+  EXPECT_EQ(update.status, 200) << update.raw;
+  group->send(at::linspace(-30, 30, 64), "model.norm.weight");
+  group->barrier("model.norm.weight");
+  auto reset = server.post("/reset_prefix_cache/", json::object());
+  EXPECT_EQ(reset.status, 200) << "the stale calls' failure is not this call's: " << reset.raw;
+  EXPECT_EQ(server.get("/health/").body["tensors_received"], 1);
+  const std::string log = server.log();
+  EXPECT_NE(log.find("a newer /init_communicator/ replaced it"), std::string::npos) << log;
+  EXPECT_EQ(server.terminate(), 0) << server.log();
+}
+
 TEST(RolloutWeights, SenderErrorsNameTheStep) {
   WeightSender sender({{"http://127.0.0.1:" + std::to_string(grpo::testing::free_port())}});
   try {

@@ -6,7 +6,10 @@
 #include <fmt/format.h>
 #include <snappy-c.h>
 #include <zlib.h>
+#define ZSTD_STATIC_LINKING_ONLY  // ZSTD_decompressBound (exported by every libzstd since 1.4)
 #include <zstd.h>
+
+#include "tokenizer/utf8.h"
 
 namespace grpo::data::parquet {
 namespace {
@@ -54,8 +57,28 @@ int bit_width(int max_level) {
   return w;
 }
 
+// A page's claimed uncompressed size is checked against what its compressed
+// bytes can expand to before a buffer of that size is allocated: a file of a
+// few hundred bytes must not make the reader allocate a gigabyte.
 std::string decompress(Codec codec, const uint8_t* data, size_t size, size_t expected) {
   if (expected > (size_t{1} << 30)) throw ParquetError("a page claims more than 1 GiB uncompressed");
+  auto refuse_if_past = [&](size_t most, const char* codec_text) {
+    if (expected > most)
+      throw ParquetError(fmt::format("a {}-byte {} page claims {} bytes uncompressed, more than it can hold", size,
+                                     codec_text, expected));
+  };
+  switch (codec) {
+    case Codec::Uncompressed: refuse_if_past(size, "uncompressed"); break;
+    case Codec::Snappy: refuse_if_past(size * 24 + 64, "snappy"); break;   // a 3-byte copy yields at most 64 bytes
+    case Codec::Gzip: refuse_if_past(size * 1032 + 1024, "gzip"); break;  // deflate expands at most 1032:1
+    case Codec::Zstd: {
+      const unsigned long long most = ZSTD_decompressBound(data, size);  // exact when the frame states its size
+      if (most == ZSTD_CONTENTSIZE_ERROR) throw ParquetError("a zstd page is corrupt: no valid frame");
+      refuse_if_past(static_cast<size_t>(std::min<unsigned long long>(most, SIZE_MAX)), "zstd");
+      break;
+    }
+    default: break;
+  }
   std::string out(expected, '\0');
   switch (codec) {
     case Codec::Uncompressed:
@@ -113,12 +136,60 @@ class ValueDecoder {
     if (node_.meaning == Meaning::Decimal) return static_cast<double>(v) / std::pow(10.0, node_.scale);
     return v;
   }
+  // Byte values as `datasets` shows them: decimals as numbers, UUIDs in their
+  // canonical text, intervals as their three parts, and every other text
+  // valid UTF-8 (each invalid sequence one U+FFFD, as Python's
+  // errors="replace" decodes it) — bytes never reach a JSON writer as they are.
   nlohmann::json bytes(const uint8_t* p, size_t n) const {
-    if (node_.meaning == Meaning::Float16 && n == 2) return half_to_float(static_cast<uint16_t>(p[0] | (p[1] << 8)));
-    return std::string(reinterpret_cast<const char*>(p), n);
+    switch (node_.meaning) {
+      case Meaning::Float16:
+        if (n == 2) return half_to_float(static_cast<uint16_t>(p[0] | (p[1] << 8)));
+        break;
+      case Meaning::Decimal: {  // big-endian two's complement, scaled
+        // A negative value's magnitude is its bytes inverted plus one: summed
+        // that way, no large power of two cancels the digits out of a double.
+        const bool negative = n > 0 && (p[0] & 0x80);
+        double v = 0;
+        for (size_t k = 0; k < n; ++k) v = v * 256.0 + (negative ? 255 - p[k] : p[k]);
+        return (negative ? -(v + 1) : v) / std::pow(10.0, node_.scale);
+      }
+      case Meaning::Uuid:
+        if (n == 16) {
+          std::string text;
+          for (size_t k = 0; k < 16; ++k) text += fmt::format("{}{:02x}", k == 4 || k == 6 || k == 8 || k == 10 ? "-" : "", p[k]);
+          return text;
+        }
+        break;
+      case Meaning::Interval:  // months, days, milliseconds: little-endian unsigned 32-bit each
+        if (n == 12) {
+          Bytes parts(p, n);
+          const uint64_t months = parts.le(4), days = parts.le(4), ms = parts.le(4);
+          return {{"months", months}, {"days", days}, {"milliseconds", ms}};
+        }
+        break;
+      default:
+        break;
+    }
+    const std::string_view text(reinterpret_cast<const char*>(p), n);
+    return tok::utf8::to_valid_lossy(text);
+  }
+
+  // The fewest bits one value of the leaf's type takes in a PLAIN page: a
+  // count past what the page's bytes can hold is refused before decoding.
+  size_t plain_bits() const {
+    switch (*node_.physical) {
+      case Physical::Boolean: return 1;
+      case Physical::Int32: case Physical::Float: case Physical::ByteArray: return 32;  // a byte array's length prefix
+      case Physical::Int64: case Physical::Double: return 64;
+      case Physical::Int96: return 96;
+      case Physical::FixedLen: return 8 * static_cast<size_t>(node_.type_length);
+    }
+    return 8;
   }
 
   void plain(Bytes& in, size_t count, std::vector<nlohmann::json>& out) const {
+    if (count > in.left() * 8 / plain_bits())
+      throw ParquetError(fmt::format("a page claims {} values in {} bytes", count, in.left()));
     switch (*node_.physical) {
       case Physical::Boolean: {
         const uint8_t* p = in.take((count + 7) / 8);
@@ -157,7 +228,8 @@ class ValueDecoder {
   void delta_integers(Bytes& in, size_t count, std::vector<int64_t>& out) const {
     const uint64_t block = in.varint(), miniblocks = in.varint(), total = in.varint();
     int64_t value = in.zigzag();
-    if (block == 0 || miniblocks == 0 || block % miniblocks || (block / miniblocks) % 8)
+    // Writers use blocks of 128 values; a block far larger is a claim, not data.
+    if (block == 0 || block > (1 << 16) || miniblocks == 0 || block % miniblocks || (block / miniblocks) % 8)
       throw ParquetError("a DELTA_BINARY_PACKED header is malformed");
     const size_t per_mini = static_cast<size_t>(block / miniblocks);
     const size_t wanted = static_cast<size_t>(std::min<uint64_t>(total, count));
@@ -169,7 +241,8 @@ class ValueDecoder {
       for (uint64_t m = 0; m < miniblocks && out.size() < wanted; ++m) {
         if (widths[m] > 64) throw ParquetError("a DELTA_BINARY_PACKED bit width exceeds 64");
         deltas.clear();
-        unpack_bits(in.take(per_mini * widths[m] / 8), widths[m], per_mini, deltas);
+        // The miniblock's bytes are all consumed (what follows is read after them), its values only as needed.
+        unpack_bits(in.take(per_mini * widths[m] / 8), widths[m], std::min(per_mini, wanted - out.size()), deltas);
         for (uint64_t d : deltas) {
           if (out.size() == wanted) break;
           value = static_cast<int64_t>(static_cast<uint64_t>(value) + static_cast<uint64_t>(min_delta) + d);

@@ -1,5 +1,7 @@
 #include "data/parquet/parquet_meta.h"
 
+#include <fmt/format.h>
+
 namespace grpo::data::parquet {
 namespace {
 
@@ -11,6 +13,7 @@ Meaning meaning_of(const ThriftValue& e) {
     if (f.count(2)) return Meaning::Map;
     if (f.count(5)) return Meaning::Decimal;
     if (f.count(6)) return Meaning::Date;
+    if (f.count(14)) return Meaning::Uuid;
     if (f.count(15)) return Meaning::Float16;
     if (!f.empty()) return Meaning::Other;
   }
@@ -21,6 +24,7 @@ Meaning meaning_of(const ThriftValue& e) {
     case 3: return Meaning::List;
     case 5: return Meaning::Decimal;
     case 6: return Meaning::Date;
+    case 21: return Meaning::Interval;
     default: return Meaning::Other;  // integer widths, times: read by physical type
   }
 }
@@ -38,6 +42,9 @@ size_t build(const std::vector<ThriftValue>& elements, size_t at, std::vector<Sc
   node.repetition = static_cast<Repetition>(e.integer(3, 0));
   node.meaning = meaning_of(e);
   node.type_length = static_cast<int32_t>(e.integer(2, 0));
+  // A value of no bytes would let a page of no bytes claim any count of them (writers refuse it too).
+  if (node.physical == Physical::FixedLen && node.type_length <= 0)
+    throw ParquetError(fmt::format("column '{}' is a FIXED_LEN_BYTE_ARRAY of length {}", node.name, node.type_length));
   node.scale = static_cast<int32_t>(e.integer(7, 0));
   if (e.has(10) && e.at(10).has(5)) node.scale = static_cast<int32_t>(e.at(10).at(5).integer(1, node.scale));
   out.push_back(node);

@@ -14,7 +14,7 @@ namespace grpo::data::parquet {
 enum class Physical { Boolean = 0, Int32 = 1, Int64 = 2, Int96 = 3, Float = 4, Double = 5, ByteArray = 6, FixedLen = 7 };
 enum class Repetition { Required = 0, Optional = 1, Repeated = 2 };
 // What a value means beyond its physical type (ConvertedType and LogicalType, merged).
-enum class Meaning { None, String, List, Map, Decimal, Date, Float16, Other };
+enum class Meaning { None, String, List, Map, Decimal, Date, Float16, Uuid, Interval, Other };
 
 enum class Codec { Uncompressed = 0, Snappy = 1, Gzip = 2, Lzo = 3, Brotli = 4, Lz4 = 5, Zstd = 6, Lz4Raw = 7 };
 enum class Encoding { Plain = 0, PlainDictionary = 2, Rle = 3, BitPacked = 4, DeltaBinaryPacked = 5,

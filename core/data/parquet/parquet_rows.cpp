@@ -179,24 +179,34 @@ std::vector<Row> read_parquet_rows(const std::string& path, std::optional<size_t
     }
     size_t wanted = static_cast<size_t>(std::max<int64_t>(0, group.num_rows));
     if (limit) wanted = std::min(wanted, *limit - rows.size());
-    std::vector<json> physical(wanted, json::object());
+    // Every column is decoded (its memory follows the bytes it holds) and must
+    // hold the records the group claims before a row is allocated for them.
+    std::vector<ColumnData> columns;
     for (size_t c = 0; c < leaves.size(); ++c) {
       const Leaf& leaf = leaves[c];
       try {
         if (group.columns[c].path.size() != leaf.chain.size())
           throw ParquetError("the column chunk's path disagrees with the schema");
-        ColumnData column = read_column(in, group.columns[c], leaf, wanted);
+        columns.push_back(read_column(in, group.columns[c], leaf, wanted));
         size_t records = 0;
-        for (uint16_t r : column.rep) records += r == 0;
+        for (uint16_t r : columns.back().rep) records += r == 0;
         if (records < wanted)
-          throw ParquetError(fmt::format("row group {} holds {} records of this column where it promises {}", g,
-                                         records, wanted));
-        assemble(meta, leaf, column, physical);
+          throw ParquetError(fmt::format("it holds {} records where the row group promises {}", records, wanted));
       } catch (const ParquetError& e) {
-        throw DataError(fmt::format("{}: column '{}': {}", path, leaf.name, e.what()));
-      } catch (const std::out_of_range&) {
-        throw DataError(fmt::format("{}: column '{}': its levels promise more values than its pages hold", path, leaf.name));
+        throw DataError(fmt::format("{}: row group {}, column '{}': {}", path, g, leaf.name, e.what()));
       }
+    }
+    std::vector<json> physical(wanted, json::object());
+    for (size_t c = 0; c < leaves.size(); ++c) {
+      try {
+        assemble(meta, leaves[c], columns[c], physical);
+      } catch (const ParquetError& e) {
+        throw DataError(fmt::format("{}: row group {}, column '{}': {}", path, g, leaves[c].name, e.what()));
+      } catch (const std::out_of_range&) {
+        throw DataError(fmt::format("{}: row group {}, column '{}': its levels promise more values than its pages hold",
+                                    path, g, leaves[c].name));
+      }
+      columns[c] = ColumnData{};  // its values now live in the rows
     }
     for (size_t i = 0; i < wanted; ++i)
       rows.push_back(Row{to_logical(meta, root, std::move(physical[i]), true), fmt::format("{}:row {}", path, rows.size())});
