@@ -7,6 +7,8 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
 #include <torch/types.h>
 
 #include "config/config.h"
@@ -84,9 +86,22 @@ std::vector<tok::Merge> learn_merges(const config::ParseResult& parsed) {
     vocab_size = static_cast<size_t>(n);
   }
   std::vector<std::string> texts;
+  size_t bytes = 0;
   for (const std::string& spec : files->second)
     for (const data::Row& row : data::load_rows(spec)) collect_strings(row.columns, &texts);
-  return tok::train_bpe_merges(texts, tok::byte_level_pre_tokenizer(), vocab_size - tok::kByteTokenizerVocabSize);
+  for (const std::string& t : texts) bytes += t.size();
+  if (bytes == 0)
+    throw config::ConfigError(fmt::format("--train_tokenizer {}: the rows hold no text to learn merges from (a "
+                                          "tokenizer is learned from every string of every row)",
+                                          fmt::join(files->second, " ")));
+  const size_t asked = vocab_size - tok::kByteTokenizerVocabSize;
+  spdlog::info("tokenizer: learning up to {} merges from {} strings ({} bytes)", asked, texts.size(), bytes);
+  std::vector<tok::Merge> merges = tok::train_bpe_merges(texts, tok::byte_level_pre_tokenizer(), asked);
+  if (merges.size() < asked)
+    spdlog::warn("tokenizer: learned {} merges where --vocab_size {} asks for {}: no pair of tokens occurs twice "
+                 "more in the rows, so the vocabulary has {} tokens",
+                 merges.size(), vocab_size, asked, merges.size() + tok::kByteTokenizerVocabSize);
+  return merges;
 }
 
 }  // namespace

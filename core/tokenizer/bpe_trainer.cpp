@@ -1,8 +1,13 @@
 #include "tokenizer/bpe_trainer.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <map>
+#include <queue>
 #include <unordered_map>
+
+#include <spdlog/spdlog.h>
 
 #include "tokenizer/byte_level.h"
 
@@ -10,66 +15,146 @@ namespace grpo::tok {
 
 namespace {
 
+using Symbol = uint32_t;  // an index into the vocabulary being built
+
 struct Word {
-  std::vector<std::string> symbols;  // byte-level tokens, left to right
+  std::vector<Symbol> symbols;  // left to right
   int64_t count = 0;
+};
+
+uint64_t key_of(Symbol a, Symbol b) { return static_cast<uint64_t>(a) << 32 | b; }
+
+// The vocabulary (the 256 byte-level tokens, then one per merge) and the
+// distinct pieces of the texts as symbols, in a fixed order whatever the hash.
+struct Corpus {
+  std::vector<std::string> vocab;
+  std::vector<Word> words;
 };
 
 // Pieces are counted as written: the tokenizer's NFC normalizer changes
 // nothing in ASCII text and little elsewhere, so merges are learned without it.
-std::vector<Word> count_words(const std::vector<std::string>& texts, const PreTokenizer& pre) {
+// A piece longer than kMaxPieceBytes is learned from in parts of that length:
+// a token that long is never worth a merge, and a 200 MB "word" would
+// otherwise hold 200 MB of symbols in every structure below.
+Corpus count_words(const std::vector<std::string>& texts, const PreTokenizer& pre) {
   std::unordered_map<std::string, int64_t> counts;
-  for (const std::string& text : texts) pre.split(text, [&](std::string_view piece) { ++counts[std::string(piece)]; });
+  for (const std::string& text : texts)
+    pre.split(text, [&](std::string_view piece) {
+      for (size_t at = 0; at < piece.size(); at += kMaxPieceBytes) ++counts[std::string(piece.substr(at, kMaxPieceBytes))];
+    });
   const ByteLevel& bl = ByteLevel::instance();
-  std::map<std::string, int64_t> sorted(counts.begin(), counts.end());  // a fixed order, whatever the hash
-  std::vector<Word> words;
-  words.reserve(sorted.size());
+  Corpus c;
+  for (int byte = 0; byte < 256; ++byte) c.vocab.push_back(bl.utf8_of(static_cast<uint8_t>(byte)));
+  std::map<std::string, int64_t> sorted(counts.begin(), counts.end());
+  counts.clear();
+  c.words.reserve(sorted.size());
   for (const auto& [piece, count] : sorted) {
     Word word;
     word.count = count;
-    for (char byte : piece) word.symbols.push_back(bl.utf8_of(static_cast<uint8_t>(byte)));
-    words.push_back(std::move(word));
+    word.symbols.reserve(piece.size());
+    for (char byte : piece) word.symbols.push_back(static_cast<uint8_t>(byte));
+    c.words.push_back(std::move(word));
   }
-  return words;
+  return c;
 }
 
-void merge_in_words(const Merge& merge, std::vector<Word>* words) {
-  const std::string joined = merge.first + merge.second;
-  for (Word& word : *words) {
-    std::vector<std::string>& s = word.symbols;
-    size_t out = 0;
-    for (size_t i = 0; i < s.size(); ++out) {
-      if (i + 1 < s.size() && s[i] == merge.first && s[i + 1] == merge.second) {
-        s[out] = joined;
-        i += 2;
-      } else {
-        if (out != i) s[out] = std::move(s[i]);
-        ++i;
-      }
+std::vector<uint64_t> pair_keys(const Word& w) {
+  std::vector<uint64_t> keys;
+  for (size_t i = 0; i + 1 < w.symbols.size(); ++i) keys.push_back(key_of(w.symbols[i], w.symbols[i + 1]));
+  return keys;
+}
+
+// Left to right, non-overlapping: "aaa" with (a, a) becomes "Aa".
+bool merge_in_word(Word& w, Symbol a, Symbol b, Symbol joined) {
+  std::vector<Symbol>& s = w.symbols;
+  size_t out = 0;
+  bool changed = false;
+  for (size_t i = 0; i < s.size(); ++out) {
+    if (i + 1 < s.size() && s[i] == a && s[i + 1] == b) {
+      s[out] = joined;
+      i += 2;
+      changed = true;
+    } else {
+      s[out] = s[i];
+      ++i;
     }
-    s.resize(out);
   }
+  s.resize(out);
+  return changed;
 }
 
 }  // namespace
 
+// Pair counts are kept up to date as merges change the words that hold
+// them (as Hugging Face's BpeTrainer keeps them), so a merge costs the words
+// it touches, not the whole corpus; a heap finds the most frequent pair, its
+// stale entries (counts that changed since they were pushed) re-pushed when popped.
 std::vector<Merge> train_bpe_merges(const std::vector<std::string>& texts, const PreTokenizer& pre,
                                     size_t max_merges) {
-  std::vector<Word> words = count_words(texts, pre);
+  Corpus c = count_words(texts, pre);
+  std::unordered_map<uint64_t, int64_t> pairs;
+  std::unordered_map<uint64_t, std::vector<uint32_t>> where;  // the words that held a pair (some may no longer)
+  for (uint32_t w = 0; w < c.words.size(); ++w)
+    for (uint64_t key : pair_keys(c.words[w])) {
+      pairs[key] += c.words[w].count;
+      where[key].push_back(w);
+    }
+
+  struct Entry {
+    int64_t count;
+    Symbol a, b;
+  };
+  // Most frequent first; among equal counts the pair whose texts sort first,
+  // so the result does not depend on hashing.
+  const auto later = [&c](const Entry& x, const Entry& y) {
+    if (x.count != y.count) return x.count < y.count;
+    return std::tie(c.vocab[x.a], c.vocab[x.b]) > std::tie(c.vocab[y.a], c.vocab[y.b]);
+  };
+  std::priority_queue<Entry, std::vector<Entry>, decltype(later)> heap(later);
+  for (const auto& [key, count] : pairs)
+    if (count > 1) heap.push({count, static_cast<Symbol>(key >> 32), static_cast<Symbol>(key)});
+
   std::vector<Merge> merges;
-  // Pair counts are recounted after each merge: simple, and fast enough for
-  // the task-sized samples this is meant for (thousands of distinct pieces).
-  while (merges.size() < max_merges) {
-    std::map<Merge, int64_t> pairs;
-    for (const Word& word : words)
-      for (size_t i = 0; i + 1 < word.symbols.size(); ++i) pairs[{word.symbols[i], word.symbols[i + 1]}] += word.count;
-    const Merge* best = nullptr;
-    int64_t best_count = 1;
-    for (const auto& [pair, count] : pairs)
-      if (count > best_count) best = &pair, best_count = count;
-    if (!best) break;
-    merges.push_back(*best);
-    merge_in_words(merges.back(), &words);
+  auto last_report = std::chrono::steady_clock::now();
+  while (merges.size() < max_merges && !heap.empty()) {
+    const Entry top = heap.top();
+    heap.pop();
+    const uint64_t key = key_of(top.a, top.b);
+    const int64_t now = pairs[key];
+    if (now != top.count) {  // changed since pushed: its current count decides
+      if (now > 1) heap.push({now, top.a, top.b});
+      continue;
+    }
+    const auto joined = static_cast<Symbol>(c.vocab.size());
+    c.vocab.push_back(c.vocab[top.a] + c.vocab[top.b]);
+    merges.emplace_back(c.vocab[top.a], c.vocab[top.b]);
+
+    std::vector<uint32_t> holders = std::move(where[key]);
+    where.erase(key);
+    std::sort(holders.begin(), holders.end());
+    holders.erase(std::unique(holders.begin(), holders.end()), holders.end());
+    // The count each pair the merge may raise had before it first did: those
+    // that rose get a heap entry (those that fell are found stale when popped).
+    std::unordered_map<uint64_t, int64_t> before;
+    for (uint32_t w : holders) {
+      Word& word = c.words[w];
+      std::vector<uint64_t> old_keys = pair_keys(word);
+      if (!merge_in_word(word, top.a, top.b, joined)) continue;
+      for (uint64_t k : old_keys) pairs[k] -= word.count;
+      std::sort(old_keys.begin(), old_keys.end());
+      for (uint64_t k : pair_keys(word)) {
+        before.emplace(k, pairs[k]);
+        pairs[k] += word.count;
+        if (!std::binary_search(old_keys.begin(), old_keys.end(), k)) where[k].push_back(w);  // new to this word
+      }
+    }
+    for (const auto& [k, was] : before)
+      if (const int64_t count = pairs[k]; count > was && count > 1)
+        heap.push({count, static_cast<Symbol>(k >> 32), static_cast<Symbol>(k)});
+    if (std::chrono::steady_clock::now() - last_report > std::chrono::seconds(5)) {
+      spdlog::info("tokenizer: {} of {} merges learned", merges.size(), max_merges);
+      last_report = std::chrono::steady_clock::now();
+    }
   }
   return merges;
 }

@@ -58,6 +58,12 @@ TEST(InitModelCommand, TrainsItsTokenizerOnADataset) {
   r = run_host("init-model --preset tiny --out " + base + "/big --train_tokenizer " + base + "/rows.jsonl");
   ASSERT_EQ(r.exit_code, 0) << r.output;  // 512 by default: every repeated piece merges, far fewer
   EXPECT_EQ(r.output.find("vocab 512"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("where --vocab_size 512 asks for 253: no pair of tokens occurs twice more"),
+            std::string::npos) << "fewer merges than asked are said: " << r.output;
+  std::ofstream(base + "/numbers.jsonl") << "{\"a\": 1, \"b\": [2.5, null]}\n{\"a\": \"\"}\n";
+  r = run_host("init-model --preset tiny --out " + base + "/none --train_tokenizer " + base + "/numbers.jsonl");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("the rows hold no text to learn merges from"), std::string::npos) << r.output;
   r = run_host("generate --model " + base + "/big --prompt 'What is the expression?' --max_completion_length 4");
   EXPECT_EQ(r.exit_code, 0) << r.output;
 

@@ -2,10 +2,13 @@
 // checked against merges worked out by hand, and the tokenizer written with
 // them loaded back and used.
 #include <filesystem>
+#include <map>
+#include <random>
 
 #include <gtest/gtest.h>
 
 #include "tokenizer/bpe_trainer.h"
+#include "tokenizer/byte_level.h"
 #include "tokenizer/byte_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 
@@ -33,6 +36,65 @@ TEST(BpeTrainer, TiesGoToThePairThatSortsFirstAndTheCountIsCapped) {
   EXPECT_EQ(train({"cd", "ab", "cd", "ab"}, 1), std::vector<Merge>({{"a", "b"}}));
   EXPECT_TRUE(train({"ab cd"}).empty());
   EXPECT_TRUE(train({}).empty());
+}
+
+// The definition of BPE training, recounting every pair after each merge:
+// the oracle for the trainer, which keeps its counts up to date instead.
+std::vector<Merge> train_by_recounting(const std::vector<std::string>& texts, size_t max_merges) {
+  std::map<std::string, int64_t> pieces;
+  for (const std::string& text : texts)
+    byte_level_pre_tokenizer().split(text, [&](std::string_view piece) { ++pieces[std::string(piece)]; });
+  std::vector<std::pair<std::vector<std::string>, int64_t>> words;
+  for (const auto& [piece, count] : pieces) {
+    std::vector<std::string> symbols;
+    for (char byte : piece) symbols.push_back(ByteLevel::instance().utf8_of(static_cast<uint8_t>(byte)));
+    words.emplace_back(symbols, count);
+  }
+  std::vector<Merge> merges;
+  while (merges.size() < max_merges) {
+    std::map<Merge, int64_t> pairs;
+    for (const auto& [symbols, count] : words)
+      for (size_t i = 0; i + 1 < symbols.size(); ++i) pairs[{symbols[i], symbols[i + 1]}] += count;
+    const Merge* best = nullptr;
+    int64_t best_count = 1;
+    for (const auto& [pair, count] : pairs)
+      if (count > best_count) best = &pair, best_count = count;
+    if (!best) break;
+    merges.push_back(*best);
+    for (auto& [symbols, count] : words) {
+      std::vector<std::string> out;
+      for (size_t i = 0; i < symbols.size(); ++i) {
+        if (i + 1 < symbols.size() && symbols[i] == merges.back().first && symbols[i + 1] == merges.back().second) {
+          out.push_back(symbols[i] + symbols[i + 1]);
+          ++i;
+        } else {
+          out.push_back(symbols[i]);
+        }
+      }
+      symbols = std::move(out);
+    }
+  }
+  return merges;
+}
+
+// Words of a few letters drawn with skewed odds (frequent and rare pairs,
+// ties, runs such as "aaaa" whose merges overlap), over many texts.
+TEST(BpeTrainer, IncrementalCountsEqualRecountingEveryPair) {
+  std::mt19937 rng(5);
+  std::vector<std::string> texts;
+  for (int t = 0; t < 400; ++t) {
+    std::string text;
+    for (int w = 0; w < 12; ++w) {
+      const int length = 1 + static_cast<int>(rng() % 7);
+      text += rng() % 3 ? " " : "";
+      for (int k = 0; k < length; ++k) text += "aaabbcdeé"[std::min<unsigned>(rng() % 12, 8)];
+    }
+    texts.push_back(text);
+  }
+  const std::vector<Merge> want = train_by_recounting(texts, 400);
+  ASSERT_GT(want.size(), 100u) << "the corpus must allow many merges for the comparison to mean much";
+  EXPECT_EQ(train(texts, 400), want);
+  EXPECT_EQ(train(texts, 37), std::vector<Merge>(want.begin(), want.begin() + 37));
 }
 
 // Pieces never merge across the pre-tokenizer's cuts: Qwen's split keeps

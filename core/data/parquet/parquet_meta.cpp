@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "tokenizer/utf8.h"
+
 namespace grpo::data::parquet {
 namespace {
 
@@ -37,7 +39,7 @@ size_t build(const std::vector<ThriftValue>& elements, size_t at, std::vector<Sc
   const ThriftValue& e = elements[at];
   const size_t index = out.size();
   SchemaNode node;
-  node.name = e.text(4);
+  node.name = tok::utf8::to_valid_lossy(e.text(4));  // a column name becomes a JSON key: UTF-8 only
   if (e.has(1)) node.physical = static_cast<Physical>(e.at(1).i);
   node.repetition = static_cast<Repetition>(e.integer(3, 0));
   node.meaning = meaning_of(e);
