@@ -137,3 +137,14 @@ TEST(ParquetClaims, AnUncompressedSizePastWhatTheCodecCanExpandToIsRefused) {
   expect_refused("plain.parquet", forge_parquet({1, 0, 0}, {{0, 1, 0, 1 << 29, plain}}),
                  "uncompressed page claims 536870912 bytes uncompressed");
 }
+
+// Found by parquet_fuzz: a column name that is not UTF-8 became a JSON key,
+// and the first JSON writer threw. Names are repaired as values are.
+TEST(ParquetClaims, AColumnNameThatIsNotUtf8IsRepaired) {
+  ForgedColumn column{1, 0, 0, 1, 1};
+  column.name = "n\xFF";
+  const std::string file = forge_parquet(column, {{0, 1, 0, -1, int32s({7})}});
+  const auto rows = grpo::data::read_parquet_rows(write_temp("name.parquet", file), std::nullopt);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].columns.dump(), "{\"n\xEF\xBF\xBD\":7}");
+}

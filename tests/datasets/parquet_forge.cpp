@@ -62,7 +62,7 @@ std::string forge_parquet(const ForgedColumn& column, const std::vector<ForgedPa
   m.i32(1, column.physical);
   if (column.physical == 7) m.i32(2, column.type_length);
   m.i32(3, 0);  // REQUIRED
-  m.binary(4, "x");
+  m.binary(4, column.name);
   m.end();
   m.i64(3, column.num_rows);
   m.list(4, ThriftWriter::kStruct, 1);
@@ -74,7 +74,7 @@ std::string forge_parquet(const ForgedColumn& column, const std::vector<ForgedPa
   m.i32(1, column.physical);
   m.list(2, ThriftWriter::kI32, 1);
   m.zigzag(0);
-  m.list_binary(3, {"x"});
+  m.list_binary(3, {column.name});
   m.i32(4, column.codec);
   m.i64(5, column.num_values);
   m.i64(6, chunk_size);

@@ -36,6 +36,7 @@ struct ForgedColumn {
   int type_length = 0;  // FIXED_LEN_BYTE_ARRAY
   int codec = 0;        // 0 none, 2 gzip, 6 zstd
   int64_t num_rows = 1, num_values = 1;  // the row group's and the column chunk's claims
+  std::string name = "x";
 };
 
 struct ForgedPage {
@@ -46,7 +47,7 @@ struct ForgedPage {
   std::string body;
 };
 
-// "PAR1", each page's header and body, the footer: one required column `x`.
+// "PAR1", each page's header and body, the footer: one required column.
 std::string forge_parquet(const ForgedColumn& column, const std::vector<ForgedPage>& pages);
 
 }  // namespace grpo::testing

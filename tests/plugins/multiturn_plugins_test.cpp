@@ -64,7 +64,7 @@ TEST(CalculatorTool, AMalformedCallGetsAnErrorMessageAndCountsAsFailed) {
       {"<tool_call>{\"name\": \"calculator\"}</tool_call>", "needs arguments"},
       {"<tool_call>not json</tool_call>", "not valid JSON"},
       {"<tool_call>{\"name\": \"calculator\", \"arguments\": {\"expression\": \"os.system('x')\"}}</tool_call>",
-       "unexpected 'o'"},
+       "unexpected character \"o\""},
       {"<tool_call>{\"name\": \"calculator\", \"arguments\": {\"expression\": \"9223372036854775807 + 1\"}}</tool_call>",
        "does not fit in 64 bits"},
       {"<tool_call>{\"name\": \"calculator\"", "not closed"},
@@ -78,6 +78,27 @@ TEST(CalculatorTool, AMalformedCallGetsAnErrorMessageAndCountsAsFailed) {
     EXPECT_EQ(d.tool_failures, 1u);
     EXPECT_FALSE(d.failed);  // the handler itself did its job
   }
+}
+
+// What a policy writes goes back into the conversation, which the host later
+// writes as JSON: every answer must be valid UTF-8, and no expression, however
+// deep, may crash the handler's thread (tests/plugins/calculator_test.cpp has
+// the expressions' rules).
+TEST(CalculatorTool, EveryAnswerToAHostileCallIsValidUtf8AndNoCallCrashes) {
+  auto calc = handler("calculator");
+  std::string powers = "2";
+  while (powers.size() < 100000) powers += "^1";
+  const std::string calls[] = {
+      call("12 × 34"), call("5 − 3"), call("2 + ٣"), call("１２ * 2"), call("2 + \xff"), call("\\ud800 + 1"),
+      "<tool_call>{\"name\": \"calc\xe2\x88\"}</tool_call>", "<tool_call>{\"name\": \"\\udc00\"}</tool_call>",
+      call(std::string(99999, '-') + "1"), call(std::string(100000, '(')), call(powers)};
+  for (const std::string& text : calls) {
+    plugins::TurnDecision d = Turn{text}.to(*calc);
+    ASSERT_EQ(d.appended.size(), 1u) << text.substr(0, 100);
+    EXPECT_NO_THROW((void)json(d.appended[0].content).dump()) << d.appended[0].content.substr(0, 200);
+    EXPECT_FALSE(d.failed);
+  }
+  EXPECT_EQ(Turn{call("12 × 34")}.to(*calc).appended[0].content, "408");
 }
 
 TEST(CalculatorTool, ATurnWithoutACallIsTheAnswer) {

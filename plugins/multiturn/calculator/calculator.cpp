@@ -12,36 +12,11 @@
 
 #include <grpo/sdk.hpp>
 
-#include "rational.h"
+#include "tool_call.h"
 
 namespace {
 
 constexpr std::string_view kOpen = "<tool_call>", kClose = "</tool_call>";
-
-// The answer to one tool call's body (the JSON between the tags).
-std::string answer(std::string_view body, bool* failed) {
-  *failed = true;
-  grpo::Json call;
-  try {
-    call = grpo::Json::parse(body);
-  } catch (const std::exception& e) {
-    return std::string("error: the tool call is not valid JSON (") + e.what() +
-           "); write {\"name\": \"calculator\", \"arguments\": {\"expression\": \"...\"}}";
-  }
-  const grpo::Json* name = call.is_object() ? call.find("name") : nullptr;
-  if (!name || !name->is_string()) return "error: the tool call has no \"name\"";
-  if (name->as_string() != "calculator") return "error: there is no tool \"" + name->as_string() + "\"; use calculator";
-  const grpo::Json* args = call.find("arguments");
-  const grpo::Json* expression = args && args->is_object() ? args->find("expression") : nullptr;
-  if (!expression || !expression->is_string()) return "error: calculator needs arguments {\"expression\": \"...\"}";
-  try {
-    const std::string value = grpo::calculator::format(grpo::calculator::evaluate(expression->as_string()));
-    *failed = false;
-    return value;
-  } catch (const grpo::calculator::ExpressionError& e) {
-    return std::string("error: ") + e.what();
-  }
-}
 
 }  // namespace
 
@@ -78,7 +53,7 @@ struct Calculator : grpo::MultiturnBase<> {
       bool failed = true;
       const std::string reply = end == std::string_view::npos
                                     ? "error: the tool call is not closed with </tool_call>"
-                                    : answer(text.substr(begin, end - begin), &failed);
+                                    : grpo::calculator::answer(text.substr(begin, end - begin), &failed);
       out.count_tool_call(failed);
       out.append("tool", reply);
       if (end == std::string_view::npos) break;
