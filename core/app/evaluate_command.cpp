@@ -77,6 +77,7 @@ int run_evaluate_command(const std::vector<std::string>& args) {
   std::vector<const Prompt*> rows = prompts.next(prompts.size());
   model::Engine engine(model::load_model_or_adapter(dir, s.dtype, s.device), &tokenizer);  // a LoRA checkpoint too
   const std::vector<int32_t> stop_ids = model::stop_token_ids(tokenizer, engine.model()->config(), dir);
+  const int64_t context = s.prompts.max_length.value_or(engine.model()->config().max_position_embeddings);
   model::SamplingParams params;  // greedy unless --sample: a stable number to compare checkpoints by
   params.max_new_tokens = s.sampling.max_new_tokens;
   params.stop_strings = s.sampling.stop_strings;
@@ -109,7 +110,7 @@ int run_evaluate_command(const std::vector<std::string>& args) {
         [&] {
           if (!handler) return generate(requests, 0);
           const trainer::ConversationLimits limits{s.multi_turn.max_turns, s.sampling.max_new_tokens,
-                                                   s.multi_turn.total_scope};
+                                                   s.multi_turn.total_scope, context};
           trainer::ConversationRunner runner(*handler, tokenizer, family, limits);
           return runner.run(generate, requests, {}, metrics);
         },

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include "tokenizer/chat_prompt.h"
 
@@ -209,6 +210,19 @@ std::optional<plugins::SampleRequest> ConversationRunner::advance(Live& c, Sampl
     out.finish = FinishReason::Length;
     return std::nullopt;
   }
+  // Whatever the scope, the whole sequence must fit the model: a message
+  // that leaves no room for one more token ends the conversation by length
+  // (a policy that keeps calling a tool would otherwise grow it without end).
+  const auto prompt_len = static_cast<int64_t>(out.prompt->ids.size());
+  const int64_t room = limits_.context - prompt_len - used - static_cast<int64_t>(appended.size());
+  if (room < 1) {
+    if (!told_context_.exchange(true))
+      spdlog::warn("multi-turn: a conversation reached the model's context of {} tokens (max_length, else "
+                   "max_position_embeddings) after {} turns; it ends there by length, as will any other",
+                   limits_.context, policy_turns);
+    out.finish = FinishReason::Length;
+    return std::nullopt;
+  }
   out.ids.insert(out.ids.end(), appended.begin(), appended.end());
   out.sampled.insert(out.sampled.end(), appended.size(), 0);
   out.logprobs.insert(out.logprobs.end(), appended.size(), 0.0f);
@@ -224,7 +238,9 @@ std::optional<plugins::SampleRequest> ConversationRunner::advance(Live& c, Sampl
   r.n = 1;
   r.seed = turn_seed(c.seed, policy_turns);
   r.stop_ids = c.stop_ids;
-  if (limits_.total_scope) r.max_new_tokens = static_cast<int32_t>(max_len - static_cast<int64_t>(out.ids.size()));
+  int64_t budget = limits_.total_scope ? max_len - static_cast<int64_t>(out.ids.size()) : max_len;
+  budget = std::min(budget, room);
+  if (limits_.total_scope || budget < max_len) r.max_new_tokens = static_cast<int32_t>(budget);
   return r;
 }
 

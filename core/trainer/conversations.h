@@ -25,6 +25,10 @@ struct ConversationLimits {
   std::optional<int64_t> max_turns;  // policy turns; unset: no limit but the length
   int64_t max_completion_length = 0; // per turn, or for all completion-side ids with total_scope
   bool total_scope = false;
+  // Prompt + completion tokens the model takes (max_length, else its
+  // max_position_embeddings): under the per-round scope too, a conversation
+  // whose next message would leave no room for an answer ends there by length.
+  int64_t context = INT64_MAX;
 };
 
 // One batched generate call: completions in request order, copies in index
@@ -66,6 +70,7 @@ class ConversationRunner {
   tok::ChatFamily family_;
   ConversationLimits limits_;
   std::atomic<uint64_t> next_id_{0};  // conversation ids, unique in the run (async and evaluation share it)
+  std::atomic<bool> told_context_{false};  // the first conversation cut at the context is logged
 };
 
 }  // namespace grpo::trainer

@@ -116,7 +116,7 @@ GrpoTrainer::GrpoTrainer(GrpoSettings settings, dist::World& world)
 
   PromptFormat format = s_.prompts.format(tokenizer_, s_.loss.options.max_completion_length,
                                           policy_.policy->config().max_position_embeddings);
-  load_plugins(format.family);  // rewards, the sampler and the multi-turn handler
+  load_plugins(format.family, format.max_prompt_tokens + s_.loss.options.max_completion_length);
   if (handler_) format.tools_json = handler_->tools_json();
   data::BadRows bad{s_.data.skip_bad_rows};
   auto [train_rows, val_rows] = training_and_validation_rows(s_.data, s_.seed, bad);
@@ -157,7 +157,7 @@ GrpoTrainer::GrpoTrainer(GrpoSettings settings, dist::World& world)
 // options they get: their sections of plugin_args, their options given as
 // flags (--unit token), and the flags of the table they publish; a flag that
 // nothing reads is warned of.
-void GrpoTrainer::load_plugins(tok::ChatFamily family) {
+void GrpoTrainer::load_plugins(tok::ChatFamily family, int64_t context) {
   std::vector<std::string> sectioned = s_.rewards.funcs;  // the plugins plugin_args may configure
   if (!s_.multi_turn.handler.empty()) sectioned.push_back(s_.multi_turn.handler);
   plugins::check_plugin_args_sections(s_.rewards.plugin_args, sectioned, s_.sampling.sampler, registry_.all());
@@ -179,7 +179,8 @@ void GrpoTrainer::load_plugins(tok::ChatFamily family) {
                                                  s_.num_threads);
     conversations_ = std::make_unique<ConversationRunner>(
         *handler_, tokenizer_, family,
-        ConversationLimits{s_.multi_turn.max_turns, s_.loss.options.max_completion_length, s_.multi_turn.total_scope});
+        ConversationLimits{s_.multi_turn.max_turns, s_.loss.options.max_completion_length, s_.multi_turn.total_scope,
+                           context});
   }
   // Reward models, then the environment's reward: the columns after the plugins'.
   std::vector<std::unique_ptr<rewards::HostReward>> host_rewards;

@@ -86,7 +86,8 @@ class GrpoTrainer {
   void train();
 
  private:
-  void load_plugins(tok::ChatFamily family);  // rewards, the sampler, the multi-turn handler, with their options
+  // Rewards, the sampler, the multi-turn handler, with their options; `context`: prompt + completion tokens.
+  void load_plugins(tok::ChatFamily family, int64_t context);
 
   // grpo_step.cpp: the step, phase by phase.
   Metrics step();

@@ -177,6 +177,25 @@ TEST_F(Conversations, TotalScopeBoundsAllTurnsTogetherAndPerRoundEachTurn) {
   }
 }
 
+// Before, the per-round scope appended tool messages with no look at the
+// model's context: 30 malformed calls made 6,164 tokens on a 4,096-position
+// model, 100 took all the machine's memory. Now a conversation ends by length
+// once the next message would leave no room to answer, and the last turn's
+// budget is what is left of the context.
+TEST_F(Conversations, PerRoundConversationsEndAtTheModelsContext) {
+  const int64_t context = static_cast<int64_t>(prompt.ids.size()) + 100;
+  trainer::ConversationLimits limits{std::nullopt, 40, false, context};
+  const std::vector<Sample> out = run("fixture_multiturn", limits, {{"turns", 1000}});
+  for (const Sample& s : out) {
+    EXPECT_EQ(s.finish, FinishReason::Length);
+    EXPECT_GT(s.turns, 2u) << "several turns fit before the context is reached";
+    EXPECT_LE(static_cast<int64_t>(prompt.ids.size() + s.ids.size()), context);
+  }
+  const std::vector<json> calls = read_jsonl(dir + "/report.jsonl");
+  ASSERT_FALSE(calls.empty());
+  EXPECT_LE(calls.back()["max_new_tokens"].get<int64_t>(), 40);
+}
+
 TEST_F(Conversations, AHostBudgetCutsASamplerThatIgnoresIt) {
   // 3 sampled + 28 appended leave 1 token: the fixture sampler sends 3, the host keeps 1.
   const std::vector<Sample> out = run("fixture_multiturn", {std::nullopt, 32, true}, {{"turns", 2}});
