@@ -115,3 +115,20 @@ TEST(TrainRewardIsolation, AnIsolatedRewardScoresAsInProcess) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i]["rewards"], want[i]["rewards"]) << i;
 }
+
+// Before: the worker could ftruncate the batch memory both processes map, and
+// the host's next write into it died of SIGBUS. The memory is sealed against
+// shrinking now: the plugin's ftruncate fails and the run goes on.
+TEST(TrainRewardIsolation, AWorkerCannotShrinkTheSharedBatchUnderTheHost) {
+  const std::string dir = tiny_run_dir("train_reward_shrinks");
+  CommandResult r = run_host(flags(dir, FIXTURE_SHRINKS_BATCH, "fixture_shrinks") +
+                             "--plugin_isolation process --tolerate_reward_errors true");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("fixture_shrinks: ftruncate(/memfd:grpo-reward-batch"), std::string::npos)
+      << "the plugin did try: " << r.output;
+  EXPECT_EQ(r.output.find("-> done"), std::string::npos) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/out/checkpoint-2")) << r.output;
+  auto log = read_jsonl(dir + "/out/logging.jsonl");
+  ASSERT_EQ(log.size(), 2u) << r.output;
+  for (const auto& line : log) EXPECT_EQ(line["rewards/fixture_shrinks/internal_errors"], 0.0) << line;
+}
