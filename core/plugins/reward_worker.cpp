@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,6 +15,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <random>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -36,7 +38,45 @@ namespace {
 // plugin prints cannot corrupt the stream.
 constexpr int kChildIn = 3, kChildOut = 4, kChildBatch = 5;
 constexpr size_t kFirstBatchBytes = 1 << 20;  // grows to the largest batch seen
-constexpr uint64_t kMagic = 0x67727030726577ull;  // "grp0rew"
+constexpr uint64_t kMagic = 0x67727031726577ull;  // "grp1rew": replies carry token and batch number
+// A reply is its rewards (8 bytes each) plus an error message and metrics: a
+// claimed length past this is no reply, refused before it is allocated.
+constexpr uint64_t kReplyExtraBytes = 64ull << 20;
+// A worker whose reply pipe ended has this long to exit of its own (a crash
+// being reported) before it is killed: one that closed the pipe and went on
+// must not be waited for.
+constexpr int64_t kExitGraceMs = 2000;
+
+// The bounded fields of a reply's body.
+class ReplyReader {
+ public:
+  explicit ReplyReader(const std::string& body) : body_(body) {}
+  uint64_t u64() {
+    uint64_t v;
+    std::memcpy(&v, take(sizeof v), sizeof v);
+    return v;
+  }
+  double f64() {
+    double v;
+    std::memcpy(&v, take(sizeof v), sizeof v);
+    return v;
+  }
+  std::string str() {
+    const uint64_t n = u64();
+    return {take(n), n};
+  }
+  bool done() const { return pos_ == body_.size(); }
+
+ private:
+  const char* take(uint64_t n) {
+    if (n > body_.size() - pos_) throw std::runtime_error("its reply is cut short");
+    const char* p = body_.data() + pos_;
+    pos_ += n;
+    return p;
+  }
+  const std::string& body_;
+  size_t pos_ = 0;
+};
 
 int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -73,6 +113,12 @@ void Wire::flush() {
   out_.clear();
 }
 
+std::string Wire::take() {
+  std::string s = std::move(out_);
+  out_.clear();
+  return s;
+}
+
 // Fields are served from a buffer filled by large reads: one syscall per
 // field (a batch of 64 has about a thousand) cost more than the scoring of
 // cheap rewards.
@@ -87,12 +133,15 @@ void Wire::read_exact(void* out, size_t n, int64_t deadline_ms) {
       n -= take;
       continue;
     }
-    if (deadline_ms >= 0) {
+    if (deadline_ms >= 0 || interrupt_) {
+      if (interrupt_ && interrupt_()) throw std::runtime_error("interrupted");
       pollfd pfd{fd_, POLLIN, 0};
-      const int64_t left = deadline_ms - now_ms();
+      int64_t left = deadline_ms < 0 ? INT_MAX : deadline_ms - now_ms();
+      if (interrupt_) left = std::min<int64_t>(left, 50);
       const int ready = left <= 0 ? 0 : ::poll(&pfd, 1, static_cast<int>(std::min<int64_t>(left, INT_MAX)));
       if (ready < 0 && errno == EINTR) continue;
-      if (ready == 0) throw std::runtime_error("timeout");
+      if (ready == 0 && deadline_ms >= 0 && now_ms() >= deadline_ms) throw std::runtime_error("timeout");
+      if (ready == 0) continue;
     }
     in_.resize(std::max<size_t>(n, 1 << 16));
     in_pos_ = 0;
@@ -121,8 +170,11 @@ double Wire::get_f64(int64_t deadline_ms) {
   return v;
 }
 
-std::string Wire::get_string(int64_t deadline_ms) {
-  std::string s(get_u64(deadline_ms), '\0');
+std::string Wire::get_string(int64_t deadline_ms, uint64_t max_bytes) {
+  const uint64_t n = get_u64(deadline_ms);
+  if (n > max_bytes)
+    throw std::runtime_error(fmt::format("it claims {} bytes, more than the {} its reply can hold", n, max_bytes));
+  std::string s(n, '\0');
   read_exact(s.data(), s.size(), deadline_ms);
   return s;
 }
@@ -158,9 +210,17 @@ void RewardWorker::start() {
   posix_spawn_file_actions_adddup2(&actions, child_in, kChildIn);
   posix_spawn_file_actions_adddup2(&actions, child_out, kChildOut);
   posix_spawn_file_actions_adddup2(&actions, child_batch, kChildBatch);
+  // A process group of its own: Ctrl-C at a terminal reaches the host alone
+  // (which stops the worker itself), and killing the group also ends the
+  // helpers a plugin started.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
   const std::string exe = worker_path(isolation_);
   char* argv[] = {const_cast<char*>(exe.c_str()), nullptr};
-  const int rc = ::posix_spawn(&pid_, exe.c_str(), &actions, nullptr, argv, environ);
+  const int rc = ::posix_spawn(&pid_, exe.c_str(), &actions, &attr, argv, environ);
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
   ::close(child_in);
   ::close(child_out);
@@ -173,6 +233,8 @@ void RewardWorker::start() {
                                   "grpo-host; set GRPO_PLUGIN_WORKER to its path)",
                                   exe, info_.name, std::strerror(rc)));
   }
+  token_ = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  sequence_ = 0;
   Wire out(to_child_), in(from_child_);
   out.put_u64(kMagic);
   out.put(info_.file);
@@ -181,13 +243,14 @@ void RewardWorker::start() {
   out.put(run_config_json_);
   out.put(tokenizer_dir_);
   out.put_u64(static_cast<uint64_t>(family_));
+  out.put_u64(token_);
   std::string error;
   try {
     out.flush();
     if (in.get_u64() != 0) return;  // created
-    error = in.get_string();
+    error = in.get_string(-1, kReplyExtraBytes);
   } catch (const std::exception&) {
-    error = died();
+    error = reap(kExitGraceMs);
   }
   stop();
   throw PluginError(fmt::format("reward plugin '{}' ({}) could not be created in its worker process: {}", info_.name,
@@ -199,20 +262,42 @@ void RewardWorker::stop() {
   if (from_child_ >= 0) ::close(from_child_);
   to_child_ = from_child_ = -1;
   if (pid_ > 0) {
-    ::kill(pid_, SIGKILL);
+    kill_group();
     ::waitpid(pid_, nullptr, 0);
   }
   pid_ = -1;
 }
 
-std::string RewardWorker::died() {
-  int status = 0;
-  if (pid_ > 0 && ::waitpid(pid_, &status, 0) == pid_) {
-    pid_ = -1;
-    if (WIFSIGNALED(status)) return fmt::format("its worker process died of signal {} ({})", WTERMSIG(status),
-                                                strsignal(WTERMSIG(status)));
-    if (WIFEXITED(status)) return fmt::format("its worker process exited with status {}", WEXITSTATUS(status));
+// Only while the worker is not yet reaped: its pid, and the group's id with
+// it, cannot have been given to another process before then.
+void RewardWorker::kill_group() {
+  ::kill(-pid_, SIGKILL);  // with the helpers its plugin started
+  ::kill(pid_, SIGKILL);   // should the plugin have left the group
+}
+
+std::string RewardWorker::reap(int64_t grace_ms) {
+  if (pid_ <= 0) return "its worker process is gone";
+  // Waited for without reaping (WNOWAIT), so that its group is killed while
+  // the ids are still its own.
+  const int64_t until = now_ms() + grace_ms;
+  siginfo_t info{};
+  for (;;) {
+    info.si_pid = 0;
+    if (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == pid_ ||
+        now_ms() >= until)
+      break;
+    const timespec pause{0, 10'000'000};
+    ::nanosleep(&pause, nullptr);
   }
+  const bool killed = info.si_pid != pid_;
+  kill_group();
+  int status = 0;
+  const pid_t got = ::waitpid(pid_, &status, 0);
+  pid_ = -1;
+  if (killed) return "its worker process closed its reply pipe but went on running, and was killed";
+  if (got > 0 && WIFSIGNALED(status))
+    return fmt::format("its worker process died of signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  if (got > 0 && WIFEXITED(status)) return fmt::format("its worker process exited with status {}", WEXITSTATUS(status));
   return "its worker process is gone";
 }
 
@@ -258,30 +343,48 @@ WireReply RewardWorker::score(const std::vector<RewardView>& rows, const Trainer
   }
   SharedCore core(pid_);
   Wire out(to_child_), in(from_child_);
+  if (isolation_.give_up) in.interrupt_when(isolation_.give_up);
+  const uint64_t sequence = ++sequence_;
+  out.put_u64(sequence);
   out.put_u64(used);
   const int64_t deadline = isolation_.timeout_s > 0 ? now_ms() + static_cast<int64_t>(isolation_.timeout_s * 1000) : -1;
   try {
     out.flush();
-    const uint64_t n = in.get_u64(deadline);
-    for (uint64_t i = 0; i < n; ++i) reply.rewards.push_back(in.get_f64(deadline));
-    reply.failed = in.get_u64(deadline) != 0;
-    reply.error = in.get_string(deadline);
-    const uint64_t metrics = in.get_u64(deadline);
+    if (in.get_u64(deadline) != token_ || in.get_u64(deadline) != sequence)
+      throw std::runtime_error("not its reply to this batch (did the plugin write on the worker's pipe?)");
+    const std::string body = in.get_string(deadline, rows.size() * sizeof(double) + kReplyExtraBytes);
+    if (in.buffered()) throw std::runtime_error("more than one reply to one batch");
+    ReplyReader r(body);
+    const uint64_t n = r.u64();
+    if (n > rows.size()) throw std::runtime_error(fmt::format("{} rewards for {} completions", n, rows.size()));
+    for (uint64_t i = 0; i < n; ++i) reply.rewards.push_back(r.f64());
+    reply.failed = r.u64() != 0;
+    reply.error = r.str();
+    const uint64_t metrics = r.u64();
     for (uint64_t i = 0; i < metrics; ++i) {
-      std::string name = in.get_string(deadline);
-      reply.metrics.emplace_back(std::move(name), in.get_f64(deadline));
+      std::string name = r.str();
+      reply.metrics.emplace_back(std::move(name), r.f64());
     }
+    if (!r.done()) throw std::runtime_error("its reply runs on past its end");
   } catch (const std::exception& e) {
-    const bool timeout = std::string(e.what()) == "timeout";
-    if (timeout) ::kill(pid_, SIGKILL);
-    const std::string why = died();
+    const std::string what = e.what();
+    const bool timeout = what == "timeout", interrupted = what == "interrupted", ended = what == "end of stream";
+    if (!ended) kill_group();  // alive, and of no further use: never waited for
+    const std::string why = reap(ended ? kExitGraceMs : 0);
     stop();
+    if (interrupted)
+      throw ScoreInterrupted(fmt::format("reward plugin '{}' ({}) in its worker process", info_.name, info_.file));
     reply = {};
     reply.failed = true;
-    reply.error = timeout ? fmt::format("score() did not answer within {} s (--reward_timeout); its worker process "
-                                        "was killed and starts again for the next batch",
-                                        isolation_.timeout_s)
-                          : why + " inside score(); it starts again for the next batch";
+    if (timeout)
+      reply.error = fmt::format("score() did not answer within {} s (--reward_timeout); its worker process was killed "
+                                "and starts again for the next batch",
+                                isolation_.timeout_s);
+    else if (ended)
+      reply.error = why + " inside score(); it starts again for the next batch";
+    else
+      reply.error = "its worker process sent a reply that is no answer to this batch: " + what +
+                    "; it was killed and starts again for the next batch";
   }
   return reply;
 }
@@ -300,6 +403,7 @@ int run_reward_worker(int in_fd, int out_fd, int shm_fd) {
     const std::string run_config = in.get_string();
     const std::string tokenizer_dir = in.get_string();
     const auto family = static_cast<tok::ChatFamily>(in.get_u64());
+    const uint64_t token = in.get_u64();
     try {
       // The run's tokenizer, for the text services the plugin may call.
       if (!tokenizer_dir.empty()) tokenizer = std::make_unique<tok::Tokenizer>(tok::Tokenizer::from_dir(tokenizer_dir));
@@ -323,8 +427,9 @@ int run_reward_worker(int in_fd, int out_fd, int shm_fd) {
     SharedMemory batch = SharedMemory::attach(shm_fd);
     BatchViews views;
     for (;;) {
-      uint64_t used = 0;
+      uint64_t sequence = 0, used = 0;
       try {
+        sequence = in.get_u64();
         used = in.get_u64();
       } catch (const std::exception&) {
         return 0;  // the host closed the pipe: done
@@ -333,16 +438,20 @@ int run_reward_worker(int in_fd, int out_fd, int shm_fd) {
       read_batch(batch.data(), used, &views);
       const long failed_before = fn->failures();
       const std::vector<double> rewards = fn->score_views(views.rows, views.state);
-      out.put_u64(rewards.size());
-      for (double r : rewards) out.put_f64(r);
-      out.put_u64(fn->failures() != failed_before);
-      out.put(fn->failures() != failed_before ? "score() failed (the worker's message is above)" : "");
+      Wire body(-1);  // assembled whole: the host reads its length before its fields
+      body.put_u64(rewards.size());
+      for (double r : rewards) body.put_f64(r);
+      body.put_u64(fn->failures() != failed_before);
+      body.put(fn->failures() != failed_before ? "score() failed (the worker's message is above)" : "");
       const auto drained = metrics->drain();
-      out.put_u64(drained.size());
+      body.put_u64(drained.size());
       for (const auto& [k, v] : drained) {
-        out.put(k);
-        out.put_f64(v);
+        body.put(k);
+        body.put_f64(v);
       }
+      out.put_u64(token);
+      out.put_u64(sequence);
+      out.put(body.take());
       out.flush();
     }
   } catch (const std::exception& e) {

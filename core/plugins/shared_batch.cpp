@@ -1,5 +1,6 @@
 #include "plugins/shared_batch.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -114,8 +115,13 @@ void SharedMemory::unmap() {
 SharedMemory SharedMemory::create(size_t bytes) {
   SharedMemory m;
   // Close-on-exec: the worker gets it by an explicit dup2, nothing else does.
-  m.fd_ = ::memfd_create("grpo-reward-batch", MFD_CLOEXEC);
+  m.fd_ = ::memfd_create("grpo-reward-batch", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (m.fd_ < 0) throw std::runtime_error(fmt::format("cannot create shared memory: {}", std::strerror(errno)));
+  // The worker holds the same file: had it shrunk it, the host's next write
+  // past the new end would die of SIGBUS. Sealed, nobody can shrink it, nor
+  // add or remove seals; growing stays allowed, for the host.
+  if (::fcntl(m.fd_, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_SEAL) != 0)
+    throw std::runtime_error(fmt::format("cannot seal shared memory: {}", std::strerror(errno)));
   m.grow(bytes);
   return m;
 }
@@ -129,7 +135,12 @@ SharedMemory SharedMemory::attach(int fd) {
 
 void SharedMemory::grow(size_t at_least) {
   const size_t bytes = padded(std::max<size_t>(at_least, 4096));
-  if (::ftruncate(fd_, static_cast<off_t>(bytes)) != 0)
+  // Grown already (by the worker, which may grow it too): truncating to
+  // `bytes` would be shrinking it, which the seal refuses.
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0)
+    throw std::runtime_error(fmt::format("cannot size shared memory: {}", std::strerror(errno)));
+  if (static_cast<size_t>(st.st_size) < bytes && ::ftruncate(fd_, static_cast<off_t>(bytes)) != 0)
     throw std::runtime_error(fmt::format("cannot grow shared memory to {} bytes: {}", bytes, std::strerror(errno)));
   char* p = map_fd(fd_, bytes);
   unmap();

@@ -15,7 +15,9 @@
 namespace grpo::plugins {
 
 // A memfd mapped read-write. The host grows it; the worker maps what the host
-// says it wrote (remapping when the host grew it since).
+// says it wrote (remapping when the host grew it since). Sealed against
+// shrinking: the worker holds the file too, and a shorter file would fault
+// the host's mapping.
 class SharedMemory {
  public:
   SharedMemory() = default;

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "model/sampling.h"
+#include "plugins/reward_worker.h"
 #include "trainer/batch_exchange.h"
 #include "trainer/grpo_trainer.h"
 #include "trainer/stop_signal.h"
@@ -176,7 +177,11 @@ void GrpoTrainer::score(GenerationBatch& batch, Metrics& m, const plugins::Train
   const double start = now_s();
   std::vector<long> failed_before;
   for (const auto& fn : rewards_->functions()) failed_before.push_back(fn->failures());
-  batch.rewards = rewards_->score(batch.samples, state);
+  try {
+    batch.rewards = rewards_->score(batch.samples, state);
+  } catch (const plugins::ScoreInterrupted& e) {  // a stop signal: the worker is killed, the batch dropped
+    throw StopRequested(e.what());
+  }
   for (size_t f = 0; f < failed_before.size(); ++f) {
     const plugins::RewardFunction& fn = *rewards_->functions()[f];
     m["rewards/" + fn.name() + "/internal_errors"] += static_cast<double>(fn.failures() - failed_before[f]);

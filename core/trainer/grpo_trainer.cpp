@@ -3,6 +3,7 @@
 #include "trainer/grpo_trainer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +21,7 @@
 #include "model/weights.h"
 #include "plugins/plugin_error.h"
 #include "plugins/plugin_options.h"
+#include "plugins/reward_worker.h"
 #include "trainer/checkpoint.h"
 #include "trainer/data_parallel.h"
 #include "trainer/progress_line.h"
@@ -189,9 +191,18 @@ void GrpoTrainer::load_plugins(tok::ChatFamily family, int64_t context) {
         std::make_unique<RewardModel>(dir, s_.model.dtype, s_.model.device));
   if (handler_ && handler_->has_reward())
     host_rewards.push_back(std::make_unique<rewards::EnvironmentReward>(handler_->name()));
+  // An isolated reward is waited for as a sampler call is (stop_signal.h):
+  // kStopGrace after a stop signal its worker is killed and the batch dropped.
+  plugins::Isolation isolation = s_.rewards.isolation;
+  isolation.give_up = [stopped_at = std::make_shared<std::chrono::steady_clock::time_point>()] {
+    if (!stop_requested()) return false;
+    const auto now = std::chrono::steady_clock::now();
+    if (*stopped_at == std::chrono::steady_clock::time_point{}) *stopped_at = now;
+    return now - *stopped_at >= kStopGrace;
+  };
   rewards_ = std::make_unique<rewards::RewardSet>(registry_, s_.rewards.funcs, s_.rewards.weights, s_.run.json,
                                                   s_.rewards.plugin_args, plugin_metrics_, s_.num_threads,
-                                                  text_services_, s_.rewards.isolation, std::move(host_rewards));
+                                                  text_services_, isolation, std::move(host_rewards));
   create_sampler();  // sampler_weights.cpp
 
   // Flags the user set that neither the settings nor a loaded plugin read.

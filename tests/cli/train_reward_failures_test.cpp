@@ -2,6 +2,8 @@
 // rewards turned into NaN with a warning, and a run whose reward failed ends
 // with a summary and a non-zero exit unless the user tolerates it.
 #include <filesystem>
+#include <sstream>
+#include <string>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -114,4 +116,118 @@ TEST(TrainRewardIsolation, AnIsolatedRewardScoresAsInProcess) {
   const auto got = read_jsonl(dir + "/out/completions.jsonl");
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i]["rewards"], want[i]["rewards"]) << i;
+}
+
+// Before: the worker could ftruncate the batch memory both processes map, and
+// the host's next write into it died of SIGBUS. The memory is sealed against
+// shrinking now: the plugin's ftruncate fails and the run goes on.
+TEST(TrainRewardIsolation, AWorkerCannotShrinkTheSharedBatchUnderTheHost) {
+  const std::string dir = tiny_run_dir("train_reward_shrinks");
+  CommandResult r = run_host(flags(dir, FIXTURE_SHRINKS_BATCH, "fixture_shrinks") +
+                             "--plugin_isolation process --tolerate_reward_errors true");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("fixture_shrinks: ftruncate(/memfd:grpo-reward-batch"), std::string::npos)
+      << "the plugin did try: " << r.output;
+  EXPECT_EQ(r.output.find("-> done"), std::string::npos) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/out/checkpoint-2")) << r.output;
+  auto log = read_jsonl(dir + "/out/logging.jsonl");
+  ASSERT_EQ(log.size(), 2u) << r.output;
+  for (const auto& line : log) EXPECT_EQ(line["rewards/fixture_shrinks/internal_errors"], 0.0) << line;
+}
+
+namespace {
+
+// grpo-host under `timeout`: a host that deadlocks is a failed test, not a hung one.
+CommandResult run_host_within(int seconds, const std::string& args) {
+  return run_shell("timeout -s KILL " + std::to_string(seconds) + " '" GRPO_HOST_EXE "' " + args);
+}
+
+}  // namespace
+
+// Before: a reply the plugin wrote on the worker's pipe was taken as the
+// batch's (rewards 1000), and the worker's own reply then answered the next
+// batch, silently. Replies carry the worker's token and the batch's number
+// now: the forged one fails its batch and the worker is restarted.
+TEST(TrainRewardIsolation, AReplyForgedByThePluginFailsItsBatch) {
+  const std::string dir = tiny_run_dir("train_reward_forges");
+  CommandResult r = run_host_within(120, flags(dir, FIXTURE_FORGES_REPLY, "fixture_forges") +
+                                             "--plugin_isolation process --tolerate_reward_errors true");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("not its reply"), std::string::npos) << r.output;
+  auto log = read_jsonl(dir + "/out/logging.jsonl");
+  ASSERT_EQ(log.size(), 2u) << r.output;
+  for (const auto& line : log) {
+    EXPECT_EQ(line["rewards/fixture_forges/internal_errors"], 1.0) << line;
+    EXPECT_EQ(line["rewards/fixture_forges/nan_frac"], 1.0) << line;
+  }
+}
+
+// Before: a reply claiming a 2^63-byte message threw length_error, and the
+// host then waited for a worker that waited for it: forever, whatever
+// --reward_timeout said. Now the batch fails and the worker is killed.
+TEST(TrainRewardIsolation, AReplyClaimingAnAbsurdLengthFailsItsBatch) {
+  const std::string dir = tiny_run_dir("train_reward_huge_reply");
+  CommandResult r = run_host_within(120, flags(dir, FIXTURE_HUGE_REPLY, "fixture_huge_reply") +
+                                             "--plugin_isolation process --tolerate_reward_errors true");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  auto log = read_jsonl(dir + "/out/logging.jsonl");
+  ASSERT_EQ(log.size(), 2u) << r.output;
+  for (const auto& line : log) EXPECT_EQ(line["rewards/fixture_huge_reply/internal_errors"], 1.0) << line;
+}
+
+// Before: a worker that closed its reply pipe and went on running was waited
+// for forever, past --reward_timeout. The end of the pipe is a failure now,
+// and the worker is killed.
+TEST(TrainRewardIsolation, AWorkerThatClosesItsReplyPipeIsKilled) {
+  const std::string dir = tiny_run_dir("train_reward_closes_reply");
+  CommandResult r = run_host_within(120, flags(dir, FIXTURE_CLOSES_REPLY, "fixture_closes_reply") +
+                                             "--plugin_isolation process --reward_timeout 30 "
+                                             "--tolerate_reward_errors true");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("closed its reply pipe"), std::string::npos) << r.output;
+  auto log = read_jsonl(dir + "/out/logging.jsonl");
+  ASSERT_EQ(log.size(), 2u) << r.output;
+  for (const auto& line : log) {
+    EXPECT_EQ(line["rewards/fixture_closes_reply/internal_errors"], 1.0) << line;
+    EXPECT_LT(line["time/reward"].get<double>(), 10.0) << "not the 30 s timeout: " << line;
+  }
+}
+
+// Before: a stop signal while an isolated score() ran waited for it to
+// return: forever, for one that never does. Now the worker is killed
+// kStopGrace (3 s) after the signal, the batch dropped, the last finished
+// step saved, exit status 0.
+TEST(TrainRewardIsolation, SigtermWhileAnIsolatedRewardHangsStopsWithinSecondsAndSaves) {
+  const std::string dir = tiny_run_dir("train_reward_sigterm");
+  const std::string out = run_shell(
+      "timeout -s KILL 60 '" GRPO_HOST_EXE "' " + flags(dir, FIXTURE_HANGS_LATER, "fixture_hangs_later") +
+      "--plugin_isolation process > " + dir + "/log.txt 2>&1 & pid=$!; " +
+      "for i in $(seq 1 600); do [ -s " + dir + "/out/logging.jsonl ] && break; sleep 0.1; done; sleep 1; " +
+      "start=$(date +%s); kill -TERM $pid; wait $pid; echo exit=$? seconds=$(( $(date +%s) - start ))").output;
+  const std::string log = read_file(dir + "/log.txt");
+  EXPECT_NE(out.find("exit=0"), std::string::npos) << out << log;
+  const size_t at = out.find("seconds=");
+  ASSERT_NE(at, std::string::npos) << out;
+  EXPECT_LE(std::stoi(out.substr(at + 8)), 10) << out << log;
+  EXPECT_NE(log.find("that batch is dropped"), std::string::npos) << log;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/out/checkpoint-1/model.safetensors")) << log;
+}
+
+// Before: a helper process a plugin started outlived the run (the worker was
+// killed alone). The worker is a process group of its own now, killed whole.
+TEST(TrainRewardIsolation, HelpersAPluginStartedDoNotOutliveTheRun) {
+  const std::string dir = tiny_run_dir("train_reward_helpers");
+  CommandResult r = run_host(flags(dir, FIXTURE_FORKS_HELPER, "fixture_forks_helper") + "--plugin_isolation process",
+                             "GRPO_FIXTURE_HELPER_PIDS=" + dir + "/helpers.txt");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  const std::string pids = read_file(dir + "/helpers.txt");
+  ASSERT_FALSE(pids.empty()) << r.output;
+  std::istringstream lines(pids);
+  for (std::string pid; std::getline(lines, pid);) {
+    // Gone, or a zombie that nobody in this container reaps: either way not running.
+    const std::string stat = std::filesystem::exists("/proc/" + pid + "/stat") ? read_file("/proc/" + pid + "/stat") : "";
+    const size_t paren = stat.rfind(')');
+    const char state = paren == std::string::npos || paren + 2 >= stat.size() ? 'X' : stat[paren + 2];
+    EXPECT_TRUE(state == 'X' || state == 'Z') << "helper " << pid << " still running: " << stat;
+  }
 }

@@ -2,7 +2,10 @@
 // byte for byte, through a second mapping of the same memfd (as the worker
 // maps it), and a whole batch larger than the first mapping scored in a real
 // grpo-plugin-worker.
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <string>
 #include <vector>
@@ -87,6 +90,22 @@ TEST(SharedBatch, ABatchCutShortIsAnErrorNotAReadPastTheEnd) {
   for (size_t cut : {size_t{0}, size_t{8}, used / 2, used - 8})
     EXPECT_THROW(read_batch(mem.data(), cut, &got), std::runtime_error) << cut;
   EXPECT_NO_THROW(read_batch(mem.data(), used, &got));
+}
+
+// The worker holds the same file. Before, it could shrink it and the host's
+// next write died of SIGBUS; the seal refuses that, and a file the worker
+// grew is still one the host can grow its mapping over.
+TEST(SharedBatch, TheWorkerCanNeitherShrinkTheFileNorUnsealIt) {
+  SharedMemory host = SharedMemory::create(4096);
+  const int worker_fd = ::dup(host.fd());
+  EXPECT_NE(::ftruncate(worker_fd, 0), 0);
+  EXPECT_EQ(errno, EPERM);
+  EXPECT_NE(::fcntl(worker_fd, F_ADD_SEALS, F_SEAL_WRITE), 0) << "no seal can be added to stop the host's writes";
+  ASSERT_EQ(::ftruncate(worker_fd, 1 << 20), 0);  // growing is allowed, to either side
+  host.grow(8192);
+  EXPECT_GE(host.size(), 8192u);
+  host.data()[host.size() - 1] = 'x';  // mapped and backed
+  ::close(worker_fd);
 }
 
 TEST(SharedBatch, AnIsolatedRewardScoresABatchLargerThanTheFirstMappingAsInProcess) {
