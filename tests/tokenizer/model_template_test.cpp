@@ -126,6 +126,10 @@ TEST(ModelTemplate, AFamilyIsDetectedWhenOneFitsElseTheTemplateIsInterpreted) {
   const json mistral = read_json(kTemplates + "mistral_nemo.json");
   const json tokens = {{"bos_token", "<s>"}, {"eos_token", "</s>"}};
   EXPECT_EQ(chat_family_for(Tokenizer::from_dir(model_dir("qwen3", qwen3["chat_template"], tokens)), ""), ChatFamily::Qwen3);
+  const fs::path chatml = fs::temp_directory_path() / "grpo_model_template_chatml";
+  fs::create_directories(chatml);
+  write_byte_level_tokenizer(chatml.string());  // its template is plain ChatML, proven so by the probes
+  EXPECT_EQ(chat_family_for(Tokenizer::from_dir(chatml.string()), ""), ChatFamily::ChatML);
   const Tokenizer m = Tokenizer::from_dir(model_dir("mistral", mistral["chat_template"], tokens));
   EXPECT_EQ(chat_family_for(m, ""), ChatFamily::Jinja);
   EXPECT_EQ(chat_family_for(m, "chatml"), ChatFamily::ChatML);  // --template still picks a native one
