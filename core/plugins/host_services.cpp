@@ -122,7 +122,7 @@ grpo_status HostServices::render_chat(void* ctx, grpo_str messages_json, int32_t
                                       size_t capacity, size_t* size, grpo_error* err) {
   auto* self = static_cast<HostServices*>(ctx);
   return answer(err, [&] {
-    const nlohmann::json messages = nlohmann::json::parse(view_of(messages_json));
+    const nlohmann::ordered_json messages = nlohmann::ordered_json::parse(view_of(messages_json));
     tok::ChatOptions options;
     options.add_generation_prompt = add_generation_prompt != 0;
     copy_out(tok::render_chat(*self->text_.tokenizer, self->text_.family, tok::messages_from_json(messages), options), text,

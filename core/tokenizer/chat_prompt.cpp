@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tokenizer/chat_tools.h"
 #include "tokenizer/jinja/template.h"
 
 namespace grpo::tok {
@@ -28,11 +29,28 @@ const jinja::Template& parsed(const std::string& text) {
   return *entry;
 }
 
+bool mentions_tools(const Tokenizer& tokenizer) { return parsed(tokenizer.chat_template()).mentions("tools"); }
+
+// A message as transformers hands it to the template: every field the
+// dataset gave (tool_calls, tool_call_id, name, reasoning_content, ...), with
+// text parts joined into the content string. A turn that only calls tools
+// keeps its null (or absent) content: templates test `content is none`.
+nlohmann::ordered_json template_message(const ChatMessage& m) {
+  nlohmann::ordered_json out = {{"role", m.role}, {"content", m.content}};
+  if (!m.fields) return out;
+  const auto content = m.fields->find("content");
+  if (content == m.fields->end()) out.erase("content");
+  else if (content->is_null()) out["content"] = nullptr;
+  for (auto it = m.fields->begin(); it != m.fields->end(); ++it)
+    if (it.key() != "role" && it.key() != "content") out[it.key()] = it.value();
+  return out;
+}
+
 std::string render_jinja(const Tokenizer& tokenizer, const std::vector<ChatMessage>& messages,
                          const ChatOptions& options) {
   nlohmann::ordered_json context;
   context["messages"] = nlohmann::ordered_json::array();
-  for (const ChatMessage& m : messages) context["messages"].push_back({{"role", m.role}, {"content", m.content}});
+  for (const ChatMessage& m : messages) context["messages"].push_back(template_message(m));
   // transformers passes tools and documents as None when absent, and extra
   // keyword arguments (enable_thinking) only when the caller gives them.
   context["tools"] = options.tools_json.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json::parse(options.tools_json);
@@ -51,6 +69,88 @@ std::string render_jinja(const Tokenizer& tokenizer, const std::vector<ChatMessa
   }
 }
 
+// The conversations on which a built-in format must write exactly what the
+// model's template writes before it may stand in for it: system or not,
+// several turns, whitespace a template might trim, a tool turn, Qwen3's
+// reasoning in history, with and without the generation prompt and thinking.
+struct Probe {
+  std::vector<ChatMessage> messages;
+  ChatOptions options;
+};
+
+std::vector<Probe> probes(ChatFamily family) {
+  const std::vector<std::vector<ChatMessage>> chats = {
+      {{"user", "Hi"}},
+      {{"system", "Be brief."}, {"user", " What is 2+2?\n"}, {"assistant", "4 "}, {"user", "And 3+3?"}},
+      {{"user", "Q"}, {"assistant", "<think>\nhm\n</think>\n\nA"}, {"user", "weather?"},
+       {"assistant", "Checking."}, {"tool", "{\"temp\": 21}"}, {"user", "thanks"}},
+  };
+  std::vector<Probe> out;
+  for (const auto& chat : chats) {
+    for (bool generation : {true, false}) {
+      Probe p{chat, {}};
+      p.options.add_generation_prompt = generation;
+      // One fixed day for both, which the built-in Llama 3.1 format prints as its date.
+      p.options.now = [] {
+        std::tm t{};
+        t.tm_year = 124, t.tm_mon = 6, t.tm_mday = 26, t.tm_hour = 12;
+        return t;
+      };
+      out.push_back(p);
+      if (family == ChatFamily::Qwen3) {
+        p.options.enable_thinking = false;
+        out.push_back(p);
+      }
+    }
+  }
+  if (chat_family_renders_tools(family)) {
+    Probe p{chats[1], {}};
+    p.options.tools_json =
+        R"([{"type": "function", "function": {"name": "add", "description": "Adds.", "parameters": {"type": "object", )"
+        R"("properties": {"a": {"type": "integer"}}, "required": ["a"]}}}])";
+    out.push_back(p);
+  }
+  return out;
+}
+
+// Whether `family`, a built-in format, renders every probe byte for byte as
+// the tokenizer's own template does: only then may it replace the template.
+// Remembered per template, special tokens and family (one check per run).
+bool stands_in_for_template(const Tokenizer& tokenizer, ChatFamily family) {
+  if (family == ChatFamily::Jinja || tokenizer.chat_template().empty()) return false;
+  static std::mutex mutex;
+  static std::map<std::string, bool> known;
+  std::string key = std::to_string(static_cast<int>(family)) + '\0' + tokenizer.chat_template();
+  for (auto id : {tokenizer.bos_id(), tokenizer.eos_id()}) key += '\0' + (id ? tokenizer.id_to_token(*id) : "");
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = known.find(key); it != known.end()) return it->second;
+  }
+  bool same = true;
+  try {
+    for (const Probe& p : probes(family)) {
+      if (render_chat(family, p.messages, p.options) != render_jinja(tokenizer, p.messages, p.options)) {
+        same = false;
+        break;
+      }
+    }
+  } catch (const ChatTemplateError&) {
+    same = false;  // one of the two refuses a probe the other renders
+  }
+  std::lock_guard<std::mutex> lock(mutex);
+  known[key] = same;
+  return same;
+}
+
+// Whether rendering needs more than the built-in format of `family` renders:
+// message fields besides role and content, or tools it has no section for.
+bool needs_template(ChatFamily family, const std::vector<ChatMessage>& messages, const ChatOptions& options) {
+  if (!options.tools_json.empty() && !chat_family_renders_tools(family)) return true;
+  for (const ChatMessage& m : messages)
+    if (!extra_message_fields(m).empty()) return true;
+  return false;
+}
+
 }  // namespace
 
 ChatFamily chat_family_for(const Tokenizer& tokenizer, const std::string& template_flag) {
@@ -62,7 +162,11 @@ ChatFamily chat_family_for(const Tokenizer& tokenizer, const std::string& templa
                     "chat_template.jinja); choose one with ") + kBuiltIn);
   if (template_flag.empty()) {
     try {
-      return detect_chat_family(tokenizer.chat_template());
+      // A built-in format replaces the model's template only where proven to write the same bytes:
+      // a template that merely looks like one (Phi-4's ChatML with <|im_sep|>) is interpreted.
+      const ChatFamily family = detect_chat_family(tokenizer.chat_template());
+      parsed(tokenizer.chat_template());
+      if (stands_in_for_template(tokenizer, family)) return family;
     } catch (const ChatTemplateError&) {
       // Not one of the native families: the template itself is interpreted.
     }
@@ -73,8 +177,14 @@ ChatFamily chat_family_for(const Tokenizer& tokenizer, const std::string& templa
 
 std::string render_chat(const Tokenizer& tokenizer, ChatFamily family, const std::vector<ChatMessage>& messages,
                         const ChatOptions& options) {
-  if (family != ChatFamily::Jinja) return render_chat(family, messages, options);
+  // A built-in format proven to match the model's template hands over to the
+  // template what only the template renders (tool calls, tools for Llama 3.1).
+  if (family != ChatFamily::Jinja &&
+      !(needs_template(family, messages, options) && stands_in_for_template(tokenizer, family)))
+    return render_chat(family, messages, options);
   validate_messages(messages);
+  if (!options.tools_json.empty() && !mentions_tools(tokenizer))
+    throw ChatTemplateError("the model's chat template does not describe tools; " + std::string(kToolTemplates));
   return render_jinja(tokenizer, messages, options);
 }
 

@@ -10,15 +10,20 @@
 namespace grpo::tok {
 
 // The chat family: `template_flag` (--template) when set, else detected from
-// the tokenizer's chat template: a native family when one renders it
-// faithfully, else Jinja (the template itself, interpreted). Throws
+// the tokenizer's chat template: a native family when it renders a set of
+// probe conversations byte for byte as the template does, else Jinja (the
+// template itself, interpreted). Throws
 // ChatTemplateError naming --template when there is no template or the Jinja
 // engine cannot read it.
 ChatFamily chat_family_for(const Tokenizer& tokenizer, const std::string& template_flag);
 
 // render_chat for every family: Jinja renders the tokenizer's template with
-// what transformers' apply_chat_template passes it (messages, tools,
-// add_generation_prompt, enable_thinking when false, the special tokens).
+// what transformers' apply_chat_template passes it (messages with all their
+// fields, tools, add_generation_prompt, enable_thinking when false, the
+// special tokens). A native family proven to match the template hands it what
+// the native code cannot render (message fields besides role and content,
+// tools it has no section for). Tools for a template that never reads
+// `tools` are a ChatTemplateError.
 std::string render_chat(const Tokenizer& tokenizer, ChatFamily family, const std::vector<ChatMessage>& messages,
                         const ChatOptions& options = {});
 

@@ -322,6 +322,10 @@ const char* chat_family_name(ChatFamily family) {
   return "unknown";
 }
 
+bool chat_family_renders_tools(ChatFamily family) {
+  return family == ChatFamily::Qwen2_5 || family == ChatFamily::Qwen3 || family == ChatFamily::Jinja;
+}
+
 bool chat_family_emits_bos(ChatFamily family) {
   // A Jinja template writes bos_token itself when the model wants it.
   return family == ChatFamily::Llama3 || family == ChatFamily::Llama3_1 || family == ChatFamily::Jinja;
@@ -331,7 +335,15 @@ std::string render_chat(ChatFamily family, const std::vector<ChatMessage>& messa
   if (family == ChatFamily::Jinja)
     throw std::logic_error("render_chat(ChatFamily::Jinja) needs the tokenizer's template: use chat_prompt.h's overload");
   validate_messages(messages);
-  if (!options.tools_json.empty() && family != ChatFamily::Qwen2_5 && family != ChatFamily::Qwen3)
+  // Dropping a field silently would train on a prompt the model never sees in use.
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const std::vector<std::string> extra = extra_message_fields(messages[i]);
+    if (!extra.empty())
+      throw ChatTemplateError("messages[" + std::to_string(i) + "] has " + extra.front() + ", which the built-in " +
+                              chat_family_name(family) +
+                              " format does not render; the model's own template may (--template jinja)");
+  }
+  if (!options.tools_json.empty() && !chat_family_renders_tools(family))
     tools_system_turn(family, nullptr, options.tools_json);  // throws: this template has no tools section
   std::string out;
   switch (family) {

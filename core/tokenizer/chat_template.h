@@ -10,13 +10,16 @@
 //   std::string prompt = grpo::tok::render_chat(family, grpo::tok::messages_from_json(row["messages"]));
 //   auto ids = tokenizer.encode(prompt, /*add_special_tokens=*/false);
 //
-// Only text conversations are rendered: no tool_calls fields, no images.
+// The native families render text conversations (role and content); a
+// message's other fields (tool_calls, tool_call_id, name, reasoning_content)
+// reach Jinja templates, as transformers passes them. No images.
 // Tool schemas (ChatOptions::tools_json) are rendered for Qwen2.5, Qwen3 and
 // by any Jinja template that renders `tools`.
 #pragma once
 
 #include <ctime>
 #include <functional>
+#include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <stdexcept>
 #include <string>
@@ -38,7 +41,16 @@ enum class ChatFamily {
 struct ChatMessage {
   std::string role;  // system, user, assistant or tool
   std::string content;
+  // The message as the dataset wrote it, for Jinja templates, which see
+  // every field (tool_calls, tool_call_id, name, reasoning_content); null
+  // for a message built in code. role and content above are authoritative.
+  std::shared_ptr<const nlohmann::ordered_json> fields;
 };
+
+// The fields of a message besides role and content ("tool_calls", ...), which
+// only a Jinja template renders; a null tool_calls or an empty list of them
+// counts as absent.
+std::vector<std::string> extra_message_fields(const ChatMessage& message);
 
 struct ChatOptions {
   bool add_generation_prompt = true;
@@ -77,6 +89,10 @@ ChatFamily parse_chat_family(const std::string& name);
 // The canonical --template name of a family.
 const char* chat_family_name(ChatFamily family);
 
+// True for the families that describe tool schemas (ChatOptions::tools_json):
+// Qwen2.5, Qwen3, and Jinja (where the template itself decides).
+bool chat_family_renders_tools(ChatFamily family);
+
 // True when render_chat's text already starts with the bos token
 // (<|begin_of_text|> for Llama 3), so the caller must not add another.
 bool chat_family_emits_bos(ChatFamily family);
@@ -95,8 +111,12 @@ bool is_chat_role(const std::string& role);
 
 // [{"role": ..., "content": ...}] where content is a string or a list of
 // {"type": "text", "text": ...} parts (joined with nothing between them, as
-// transformers' multimodal templates join text parts). Throws
-// ChatTemplateError naming the message index on a malformed entry.
+// transformers' multimodal templates join text parts); an assistant turn
+// with tool_calls may have no content (null). Every other field is kept in
+// ChatMessage::fields. Throws ChatTemplateError naming the message index on a
+// malformed entry. Read as ordered_json, a message's fields keep their order
+// (a template printing a tool call's dict prints it in that order, as Python).
 std::vector<ChatMessage> messages_from_json(const nlohmann::json& messages);
+std::vector<ChatMessage> messages_from_json(const nlohmann::ordered_json& messages);
 
 }  // namespace grpo::tok

@@ -100,9 +100,8 @@ std::string python_json_dumps(const nlohmann::ordered_json& v) {
 
 std::string tools_system_turn(ChatFamily family, const std::string* system, const std::string& tools_json) {
   if (family != ChatFamily::Qwen2_5 && family != ChatFamily::Qwen3)
-    throw ChatTemplateError(std::string("the ") + chat_family_name(family) +
-                            " chat template does not describe tools; a handler with tools needs --template qwen2_5 "
-                            "or qwen3 (or a model whose template is one of them)");
+    throw ChatTemplateError(std::string("the ") + chat_family_name(family) + " chat template does not describe tools; " +
+                            kToolTemplates);
   nlohmann::ordered_json tools;
   try {
     tools = util::parse_json<nlohmann::ordered_json>(tools_json, "the tool schemas");

@@ -13,6 +13,12 @@
 
 namespace grpo::tok {
 
+// What to do when tools meet a format that does not describe them. It names
+// only formats that do: another built-in one (qwen2) would be a second refusal.
+inline constexpr const char* kToolTemplates =
+    "a handler with tools needs a format that describes them: --template qwen2_5 or qwen3, or a model whose own "
+    "chat template renders `tools` (--template jinja)";
+
 // json.dumps(s, ensure_ascii=False) of one string: transformers' `tojson`.
 std::string python_json_string(std::string_view s);
 

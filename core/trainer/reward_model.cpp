@@ -75,7 +75,7 @@ RewardModel::RewardModel(const std::string& dir, at::ScalarType dtype, at::Devic
 
 std::string RewardModel::text_of(const Sample& sample) const {
   std::vector<tok::ChatMessage> messages;
-  if (sample.prompt) messages = tok::messages_from_json(nlohmann::json::parse(sample.prompt->messages_json));
+  if (sample.prompt) messages = tok::messages_from_json(nlohmann::ordered_json::parse(sample.prompt->messages_json));
   messages.push_back({"assistant", sample.text});
   tok::ChatOptions options;
   options.add_generation_prompt = false;

@@ -168,6 +168,50 @@ TEST(Jinja, AnIndexPastSixtyFourBitsIsUndefinedNotAnOverflow) {
   EXPECT_EQ(render("{{ [[1]] | map(attribute='0') | list }}"), "[1]");
 }
 
+// jinja's select, reject, selectattr, rejectattr and map test `if value:` first:
+// None (a message's absent tool_calls) yields nothing instead of "not iterable".
+TEST(Jinja, SelectAndMapOnNoneYieldNothing) {
+  EXPECT_EQ(render("{{ x|select|list }}{{ x|reject('none')|list }}{{ x|selectattr('a')|list }}"
+                   "{{ x|rejectattr('a', 'eq', 1)|list }}{{ x|map(attribute='a')|list }}{{ nothing|map('upper')|list }}"
+                   "{{ ''|select|list }}",
+                   {{"x", nullptr}}),
+            "[][][][][][][]");
+}
+
+// markupsafe's Markup: a plain string added to a safe one is escaped; `~`
+// joins plainly (autoescape is off, as in transformers). Expected strings
+// are Python jinja2 3.1's.
+TEST(Jinja, SafeStringsEscapeWhatIsAddedToThem) {
+  EXPECT_EQ(render("{{ '<a>'|safe + '<b>' }}|{{ '<b>' + '<a>'|safe }}|{{ '<a>'|safe ~ '<b>' }}|{{ '<a>'|escape + '&' }}"
+                   "|{{ '<a>'|escape|escape }}|{{ ('x'|safe + '<')|string + '<' }}|{{ '<'|forceescape|forceescape }}"),
+            "<a>&lt;b&gt;|&lt;b&gt;<a>|<a><b>|&lt;a&gt;&amp;|&lt;a&gt;|x&lt;&lt;|&amp;lt;");
+}
+
+// Python's ints are unbounded: a tool schema's uint64 bound and `2 ** 64`
+// print exactly (held to 128 bits; past them is an error, never a wrap).
+TEST(Jinja, IntegersPastSixtyFourBitsAreExact) {
+  ordered_json big = ordered_json::parse(R"({"maximum": 18446744073709551615, "minimum": -9223372036854775808})");
+  EXPECT_EQ(render("{{ big|tojson }}|{{ big.maximum }}|{{ 2 ** 64 }}|{{ big.maximum + 1 }}|{{ 18446744073709551616 - 1 }}"
+                   "|{{ -(2 ** 70) }}|{{ (2**64) // 3 }}|{{ 2**64 > big.maximum }}|{{ '18446744073709551616'|int }}"
+                   "|{{ [2**64] }}",
+                   {{"big", big}}),
+            "{\"maximum\": 18446744073709551615, \"minimum\": -9223372036854775808}|18446744073709551615"
+            "|18446744073709551616|18446744073709551616|18446744073709551615|-1180591620717411303424"
+            "|6148914691236517205|True|18446744073709551616|[18446744073709551616]");
+  EXPECT_EQ(Value::from_json(big).to_json().dump(), big.dump());
+  EXPECT_NE(error_of("{{ 2 ** 200 }}").find("integer overflow"), std::string::npos);
+}
+
+TEST(Jinja, GroupbyGroupsSortedItems) {
+  ordered_json ms = ordered_json::parse(
+      R"([{"role": "user", "n": "B"}, {"role": "tool", "n": "a"}, {"role": "User", "n": "c"}, {"role": "assistant"}])");
+  EXPECT_EQ(render("{% for g in ms|groupby('role') %}{{ g.grouper }}:{{ g.list|map(attribute='n', default='-')|join(',') }};"
+                   "{% endfor %}|{% for k, v in ms|groupby('role', case_sensitive=true) %}{{ k }}={{ v|length }};{% endfor %}"
+                   "|{{ ms|groupby('n', default='z')|map(attribute='grouper')|list }}",
+                   {{"ms", ms}}),
+            "assistant:-;tool:a;user:B,c;|User=1;assistant=1;tool=1;user=1;|['a', 'B', 'c', 'z']");
+}
+
 TEST(Jinja, TrimAndLstripBlocks) {
   // trim_blocks drops the newline after a block tag; lstrip_blocks the indent before it.
   EXPECT_EQ(render("<\n  {% if true %}\n  body\n  {% endif %}\n>"), "<\n  body\n>");
@@ -212,8 +256,8 @@ TEST(Jinja, WhatPythonPrintsByAddressIsAnError) {
   // Python prints "<generator object ... at 0x...>"; nothing can match that, so it is refused.
   EXPECT_NE(error_of("{{ xs|select('odd') }}", {{"xs", {1}}}).find("apply |list first"), std::string::npos);
   EXPECT_EQ(render("{{ xs|select('odd')|list }}", {{"xs", {1, 2, 3}}}), "[1, 3]");
-  // Python's ints are unbounded; these are 64-bit and say so rather than wrap.
-  EXPECT_NE(error_of("{{ 2 ** 64 }}").find("integer overflow"), std::string::npos);
+  // Python's ints are unbounded; these are 128-bit and say so rather than wrap.
+  EXPECT_NE(error_of("{{ 2 ** 128 }}").find("integer overflow"), std::string::npos);
   // Runaway recursion is an error, as Python's RecursionError is, not a crash.
   EXPECT_NE(error_of("{% macro m(n) %}{{ m(n + 1) }}{% endmacro %}{{ m(0) }}").find("maximum recursion depth"),
             std::string::npos);

@@ -69,5 +69,7 @@ Value apply_filter(const std::string& name, const Value& subject, const CallArgs
 bool apply_test(const std::string& name, const Value& subject, const CallArgs& args);
 bool filter_exists(const std::string& name);
 bool test_exists(const std::string& name);
+// markupsafe's escape of a plain string (& < > " ').
+std::string html_escape(const std::string& s);
 
 }  // namespace grpo::tok::jinja

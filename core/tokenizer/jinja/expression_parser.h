@@ -195,7 +195,7 @@ class ExpressionParser : public TokenStream {
     if (t.type == TokenType::Integer || t.type == TokenType::Float) {
       next();
       auto e = std::make_unique<Expr>(K::Constant, line);
-      e->value = t.type == TokenType::Integer ? Value(t.integer) : Value(t.number);
+      e->value = t.type == TokenType::Integer ? Value::integer(t.integer) : Value(t.number);
       return e;
     }
     if (is_op("(")) {
@@ -266,7 +266,7 @@ class ExpressionParser : public TokenStream {
       }
       if (attr.type != TokenType::Integer) throw JinjaError("expected a name or number after '.'", attr.line);
       auto key = std::make_unique<Expr>(K::Constant, attr.line);
-      key->value = Value(attr.integer);
+      key->value = Value::integer(attr.integer);
       auto e = std::make_unique<Expr>(K::GetItem, t.line);
       e->a = std::move(node);
       e->b = std::move(key);

@@ -39,6 +39,9 @@ Value lowered(const Value& v, bool case_sensitive) {
 Value iterator(ValueList items) { return Value::sequence(std::move(items), Value::Seq::Iterator); }
 
 Value select_or_reject(const char* name, const Value& seq, const CallArgs& args, bool by_attribute, bool select) {
+  // jinja tests `if value:` before anything else, so None, 0 or "" yield nothing (and
+  // their arguments are never checked): `messages|selectattr(...)` on an absent field.
+  if (!seq.truthy()) return iterator({});
   size_t next = 0;
   std::vector<Value> path;
   if (by_attribute) {
@@ -94,6 +97,7 @@ ValueList sorted(const Value& seq, bool reverse, bool case_sensitive, const std:
 }
 
 Value map_filter(const Value& seq, const CallArgs& args) {
+  if (!seq.truthy()) return iterator({});  // as select: jinja's `if value:`
   ValueList out;
   ValueList items = iterate(seq);
   if (args.positional.empty()) {
@@ -111,6 +115,32 @@ Value map_filter(const Value& seq, const CallArgs& args) {
   rest.keyword = args.keyword;
   for (const auto& item : items) out.push_back(apply_filter(filter, item, rest));
   return iterator(std::move(out));
+}
+
+Value groupby(const Value& seq, const CallArgs& args) {
+  Params p(what("groupby"), args, {"attribute", "default", "case_sensitive"});
+  std::vector<Value> path = attribute_path(p.get(0));
+  std::optional<Value> fallback;
+  if (p.has(1) && !p.get(1).is_none()) fallback = p.get(1);
+  bool case_sensitive = p.has(2) && p.get(2).truthy();
+  ValueList items = iterate(seq);
+  std::vector<std::pair<Value, size_t>> keyed;
+  for (size_t i = 0; i < items.size(); ++i)
+    keyed.emplace_back(lowered(lookup_path(items[i], path, fallback), case_sensitive), i);
+  std::stable_sort(keyed.begin(), keyed.end(), [](const auto& x, const auto& y) { return py_less(x.first, y.first); });
+  // itertools.groupby over the sorted items: runs of equal keys. A case-insensitive
+  // group is named by its first item's own (unlowered) key, as jinja does.
+  ValueList out;
+  for (size_t start = 0; start < keyed.size();) {
+    size_t end = start + 1;
+    while (end < keyed.size() && py_equal(keyed[end].first, keyed[start].first)) ++end;
+    ValueList group;
+    for (size_t k = start; k < end; ++k) group.push_back(items[keyed[k].second]);
+    Value grouper = case_sensitive ? keyed[start].first : lookup_path(group[0], path, fallback);
+    out.push_back(Value::group_tuple(std::move(grouper), std::move(group)));
+    start = end;
+  }
+  return Value::sequence(std::move(out));
 }
 
 Value min_max(const Value& seq, const CallArgs& args, bool want_max, const char* name) {

@@ -20,6 +20,7 @@ Value iterator(ValueList items);                     // what select, map, unique
 Value select_or_reject(const char* name, const Value& seq, const CallArgs& args, bool by_attribute, bool select);
 ValueList sorted(const Value& seq, bool reverse, bool case_sensitive, const std::optional<Value>& attribute);
 Value map_filter(const Value& seq, const CallArgs& args);
+Value groupby(const Value& seq, const CallArgs& args);
 Value min_max(const Value& seq, const CallArgs& args, bool want_max, const char* name);
 Value unique(const Value& seq, const CallArgs& args);
 Value reverse(const Value& v);

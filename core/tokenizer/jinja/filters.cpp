@@ -16,11 +16,6 @@
 
 namespace grpo::tok::jinja {
 
-namespace {
-
-using Filter = std::function<Value(const Value&, const CallArgs&)>;
-using namespace sequences;
-
 std::string html_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
@@ -35,6 +30,11 @@ std::string html_escape(const std::string& s) {
   }
   return out;
 }
+
+namespace {
+
+using Filter = std::function<Value(const Value&, const CallArgs&)>;
+using namespace sequences;
 
 // Python's round(x, ndigits): round half to even on the exact binary value.
 double round_half_even(double x, int64_t digits) {
@@ -136,13 +136,13 @@ Value int_filter(const Value& v, const CallArgs& args) {
   Params p(what("int"), args, {"default", "base"});
   Value fallback = p.get_or(0, Value(0));
   int base = p.has(1) ? static_cast<int>(p.get(1).as_int()) : 10;
-  if (v.is_int() || v.is_bool()) return Value(v.as_int());
+  if (v.is_int() || v.is_bool()) return Value::integer(v.as_wide_int());
   if (v.is_float()) {
     if (!std::isfinite(v.as_double())) throw JinjaError("cannot convert float infinity or NaN to integer");
     return Value(float_to_int(v.as_double()));
   }
   if (v.is_string()) {
-    if (auto i = py::parse_int(v.as_string(), base)) return Value(*i);
+    if (auto i = py::parse_int(v.as_string(), base)) return Value::integer(*i);
     if (auto d = py::parse_float(v.as_string()); d && std::isfinite(*d)) return Value(float_to_int(*d));
   }
   return fallback;
@@ -247,9 +247,14 @@ const std::map<std::string, Filter>& filters() {
       return Value::sequence(sorted(Value::sequence(std::move(pairs)), p.has(2) && p.get(2).truthy(),
                                     p.has(0) && p.get(0).truthy(), Value(by == "key" ? 0 : 1)));
     };
-    t["escape"] = t["e"] = t["forceescape"] = [](const Value& v, const CallArgs& a) {
+    t["escape"] = t["e"] = [](const Value& v, const CallArgs& a) {
       Params p(what("escape"), a, {});
-      return Value(html_escape(v.str()));
+      // markupsafe.escape leaves a Markup as it is: escaping twice would show "&amp;lt;".
+      return v.is_markup() ? v : Value::markup(html_escape(v.str()));
+    };
+    t["forceescape"] = [](const Value& v, const CallArgs& a) {
+      Params p(what("forceescape"), a, {});
+      return Value::markup(html_escape(v.str()));
     };
     t["first"] = [](const Value& v, const CallArgs& a) {
       Params p(what("first"), a, {});
@@ -306,6 +311,7 @@ const std::map<std::string, Filter>& filters() {
       return Value(py::upper(v.str()));
     };
     t["map"] = map_filter;
+    t["groupby"] = groupby;
     t["max"] = [](const Value& v, const CallArgs& a) { return min_max(v, a, true, "max"); };
     t["min"] = [](const Value& v, const CallArgs& a) { return min_max(v, a, false, "min"); };
     t["select"] = [](const Value& v, const CallArgs& a) { return select_or_reject("select", v, a, false, true); };
@@ -324,7 +330,7 @@ const std::map<std::string, Filter>& filters() {
     t["round"] = round_filter;
     t["safe"] = [](const Value& v, const CallArgs& a) {
       Params p(what("safe"), a, {});
-      return Value(v.str());
+      return Value::markup(v.str());
     };
     t["sort"] = [](const Value& v, const CallArgs& a) {
       Params p(what("sort"), a, {"reverse", "case_sensitive", "attribute"});
@@ -334,7 +340,7 @@ const std::map<std::string, Filter>& filters() {
     };
     t["string"] = [](const Value& v, const CallArgs& a) {
       Params p(what("string"), a, {});
-      return Value(v.str());
+      return v.is_markup() ? v : Value(v.str());  // soft_str keeps a Markup
     };
     t["sum"] = [](const Value& v, const CallArgs& a) {
       Params p(what("sum"), a, {"attribute", "start"});
@@ -368,7 +374,7 @@ const std::map<std::string, Filter>& filters() {
 
 // jinja2 filters that are deliberately left out.
 const std::set<std::string>& unsupported_filters() {
-  static const std::set<std::string> names = {"filesizeformat", "groupby", "pprint", "random", "slice", "striptags",
+  static const std::set<std::string> names = {"filesizeformat", "pprint", "random", "slice", "striptags",
                                               "urlencode", "urlize", "wordwrap", "xmlattr"};
   return names;
 }

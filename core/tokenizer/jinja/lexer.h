@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "tokenizer/jinja/value.h"
+
 namespace grpo::tok::jinja {
 
 enum class TokenType { Data, VariableBegin, VariableEnd, BlockBegin, BlockEnd, Name, String, Integer, Float, Operator, End };
@@ -18,7 +20,7 @@ struct Token {
   TokenType type;
   std::string text;  // data, name, operator, or a string literal's value
   int line = 1;
-  int64_t integer = 0;
+  PyInt integer = 0;
   double number = 0;
 };
 

@@ -360,6 +360,7 @@ Value get_attr(const Value& obj, const std::string& name) {
     const Value* v = obj.namespace_attrs().find(name);
     return v ? *v : no_attribute(obj, name);
   }
+  if (obj.is_group_tuple() && (name == "grouper" || name == "list")) return obj.as_list()[name == "grouper" ? 0 : 1];
   return no_attribute(obj, name);
 }
 
@@ -368,7 +369,7 @@ Value get_item(const Value& obj, const Value& key) {
   auto fallback = [&]() -> Value {
     if (key.is_string()) {
       if (has_method(obj, key.as_string())) return bound_method(obj, key.as_string());
-      if (obj.is_namespace()) return get_attr(obj, key.as_string());
+      if (obj.is_namespace() || obj.is_group_tuple()) return get_attr(obj, key.as_string());
       return no_attribute(obj, key.as_string());
     }
     return Value::undefined("'" + object_name(obj) + "' has no element " + key.repr());

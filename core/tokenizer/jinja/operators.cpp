@@ -16,17 +16,19 @@ bool int_like(const Value& v) { return v.is_int() || v.is_bool(); }
 }
 
 [[noreturn]] void overflow() {
-  throw JinjaError("integer overflow: the result does not fit in 64 bits");
+  throw JinjaError("integer overflow: the result does not fit in 128 bits");
 }
 
-int64_t floor_div(int64_t a, int64_t b) {
-  int64_t q = a / b;
+PyInt floor_div(PyInt a, PyInt b) {
+  if (a == kPyIntMin && b == -1) overflow();
+  PyInt q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
 }
 
-int64_t floor_mod(int64_t a, int64_t b) {
-  int64_t m = a % b;
+PyInt floor_mod(PyInt a, PyInt b) {
+  if (b == -1) return 0;
+  PyInt m = a % b;
   if (m != 0 && ((m < 0) != (b < 0))) m += b;
   return m;
 }
@@ -41,6 +43,19 @@ double float_mod(double a, double b) {
   return m;
 }
 
+// markupsafe's Markup.__add__ / __radd__: the plain string is escaped and
+// the result stays safe. (`~` is a plain join when autoescape is off, as in
+// transformers, and is not routed here.)
+Value concat(const Value& a, const Value& b) {
+  if (a.is_markup() == b.is_markup()) {
+    Value out(a.as_string() + b.as_string());
+    return a.is_markup() ? Value::markup(out.as_string()) : out;
+  }
+  std::string left = a.is_markup() ? a.as_string() : html_escape(a.as_string());
+  std::string right = b.is_markup() ? b.as_string() : html_escape(b.as_string());
+  return Value::markup(left + right);
+}
+
 Value repeat(const Value& seq, int64_t times) {
   if (seq.is_string()) {
     std::string out;
@@ -52,8 +67,8 @@ Value repeat(const Value& seq, int64_t times) {
   return Value::sequence(std::move(out), seq.seq());
 }
 
-Value int_pow(int64_t base, int64_t exp) {
-  int64_t result = 1;
+Value int_pow(PyInt base, PyInt exp) {
+  PyInt result = 1;
   while (exp > 0) {
     if (exp & 1) {
       if (__builtin_mul_overflow(result, base, &result)) overflow();
@@ -61,7 +76,7 @@ Value int_pow(int64_t base, int64_t exp) {
     exp >>= 1;
     if (exp > 0 && __builtin_mul_overflow(base, base, &base)) overflow();
   }
-  return Value(result);
+  return Value::integer(result);
 }
 
 }  // namespace
@@ -73,12 +88,12 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
   bool nums = a.is_number() && b.is_number();
   if (op == "+") {
     if (ints) {
-      int64_t r;
-      if (__builtin_add_overflow(a.as_int(), b.as_int(), &r)) overflow();
-      return Value(r);
+      PyInt r;
+      if (__builtin_add_overflow(a.as_wide_int(), b.as_wide_int(), &r)) overflow();
+      return Value::integer(r);
     }
     if (nums) return Value(a.as_double() + b.as_double());
-    if (a.is_string() && b.is_string()) return Value(a.as_string() + b.as_string());
+    if (a.is_string() && b.is_string()) return concat(a, b);
     if (a.is_indexable() && b.is_indexable() && a.seq() == b.seq()) {
       ValueList out = a.as_list();
       out.insert(out.end(), b.as_list().begin(), b.as_list().end());
@@ -90,18 +105,18 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
   }
   if (op == "-") {
     if (ints) {
-      int64_t r;
-      if (__builtin_sub_overflow(a.as_int(), b.as_int(), &r)) overflow();
-      return Value(r);
+      PyInt r;
+      if (__builtin_sub_overflow(a.as_wide_int(), b.as_wide_int(), &r)) overflow();
+      return Value::integer(r);
     }
     if (nums) return Value(a.as_double() - b.as_double());
     unsupported(op, a, b);
   }
   if (op == "*") {
     if (ints) {
-      int64_t r;
-      if (__builtin_mul_overflow(a.as_int(), b.as_int(), &r)) overflow();
-      return Value(r);
+      PyInt r;
+      if (__builtin_mul_overflow(a.as_wide_int(), b.as_wide_int(), &r)) overflow();
+      return Value::integer(r);
     }
     if (nums) return Value(a.as_double() * b.as_double());
     if ((a.is_string() || a.is_indexable()) && int_like(b)) return repeat(a, b.as_int());
@@ -117,8 +132,8 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
   if (op == "//") {
     if (!nums) unsupported(op, a, b);
     if (ints) {
-      if (b.as_int() == 0) throw JinjaError("integer division or modulo by zero");
-      return Value(floor_div(a.as_int(), b.as_int()));
+      if (b.as_wide_int() == 0) throw JinjaError("integer division or modulo by zero");
+      return Value::integer(floor_div(a.as_wide_int(), b.as_wide_int()));
     }
     if (b.as_double() == 0) throw JinjaError("float floor division by zero");
     return Value(std::floor(a.as_double() / b.as_double()));
@@ -127,15 +142,15 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
     if (a.is_string()) return Value(percent_format(a.as_string(), b));
     if (!nums) unsupported(op, a, b);
     if (ints) {
-      if (b.as_int() == 0) throw JinjaError("integer division or modulo by zero");
-      return Value(floor_mod(a.as_int(), b.as_int()));
+      if (b.as_wide_int() == 0) throw JinjaError("integer division or modulo by zero");
+      return Value::integer(floor_mod(a.as_wide_int(), b.as_wide_int()));
     }
     if (b.as_double() == 0) throw JinjaError("float modulo");
     return Value(float_mod(a.as_double(), b.as_double()));
   }
   if (op == "**") {
     if (!nums) unsupported("** or pow()", a, b);
-    if (ints && b.as_int() >= 0) return int_pow(a.as_int(), b.as_int());
+    if (ints && b.as_wide_int() >= 0) return int_pow(a.as_wide_int(), b.as_wide_int());
     if (a.as_double() == 0 && b.as_double() < 0)
       throw JinjaError("0.0 cannot be raised to a negative power");
     return Value(std::pow(a.as_double(), b.as_double()));
@@ -146,9 +161,9 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
 Value unary_op(const std::string& op, const Value& a) {
   if (a.is_undefined()) fail_undefined(a);
   if (int_like(a)) {
-    if (op == "+") return Value(a.as_int());
-    if (a.as_int() == INT64_MIN) overflow();
-    return Value(-a.as_int());
+    if (op == "+") return Value::integer(a.as_wide_int());
+    if (a.as_wide_int() == kPyIntMin) overflow();
+    return Value::integer(-a.as_wide_int());
   }
   if (a.is_float()) return Value(op == "-" ? -a.as_double() : a.as_double());
   throw JinjaError("bad operand type for unary " + op + ": '" + a.type_name() + "'");

@@ -66,7 +66,7 @@ class Dumper {
     switch (v.type()) {
       case Value::Type::None: out += "null"; return;
       case Value::Type::Bool: out += v.as_bool() ? "true" : "false"; return;
-      case Value::Type::Int: out += std::to_string(v.as_int()); return;
+      case Value::Type::Int: out += int_text(v.as_wide_int()); return;
       case Value::Type::Float: out += float_text(v.as_double()); return;
       case Value::Type::String: dump_string(out, v.as_string(), o_.ensure_ascii); return;
       case Value::Type::Sequence: {
@@ -101,7 +101,7 @@ class Dumper {
   static std::string key_text(const Value& k) {
     switch (k.type()) {
       case Value::Type::String: return k.as_string();
-      case Value::Type::Int: return std::to_string(k.as_int());
+      case Value::Type::Int: return int_text(k.as_wide_int());
       case Value::Type::Float: return float_text(k.as_double());
       case Value::Type::Bool: return k.as_bool() ? "true" : "false";
       case Value::Type::None: return "null";

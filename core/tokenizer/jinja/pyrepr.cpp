@@ -120,20 +120,22 @@ bool drop_underscores(std::string& s) {
 
 }  // namespace
 
-std::optional<int64_t> parse_int(std::string_view text, int base) {
+std::optional<PyInt> parse_int(std::string_view text, int base) {
   std::string s = trimmed_ascii(text);
   if (s.empty() || !drop_underscores(s)) return std::nullopt;
   size_t i = (s[0] == '+' || s[0] == '-') ? 1 : 0;
   if (i == s.size()) return std::nullopt;
+  PyInt v = 0;
   for (size_t j = i; j < s.size(); ++j) {
     char c = static_cast<char>(std::tolower(static_cast<unsigned char>(s[j])));
     int digit = std::isdigit(static_cast<unsigned char>(c)) ? c - '0' : (c >= 'a' && c <= 'z') ? c - 'a' + 10 : 99;
     if (digit >= base) return std::nullopt;
+    // Accumulated negatively so that the most negative value fits too.
+    if (__builtin_mul_overflow(v, base, &v) || __builtin_sub_overflow(v, digit, &v)) return std::nullopt;
   }
-  errno = 0;
-  long long v = std::strtoll(s.c_str(), nullptr, base);
-  if (errno == ERANGE) return std::nullopt;
-  return static_cast<int64_t>(v);
+  if (s[0] == '-') return v;
+  if (v == kPyIntMin) return std::nullopt;
+  return -v;
 }
 
 std::optional<double> parse_float(std::string_view text) {

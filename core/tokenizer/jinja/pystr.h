@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "tokenizer/jinja/value.h"
+
 namespace grpo::tok::jinja::py {
 
 std::u32string decode(std::string_view utf8);
@@ -53,7 +55,7 @@ std::string repr(std::string_view text);
 // repr() of a float: the shortest text that reads back as the same double.
 std::string float_repr(double value);
 // int(text) / float(text) as Python parses them; nullopt where Python raises ValueError.
-std::optional<int64_t> parse_int(std::string_view text, int base = 10);
+std::optional<PyInt> parse_int(std::string_view text, int base = 10);
 std::optional<double> parse_float(std::string_view text);
 
 }  // namespace grpo::tok::jinja::py

@@ -1,5 +1,6 @@
 #include "tokenizer/jinja/template.h"
 
+#include "tokenizer/jinja/ast_queries.h"
 #include "tokenizer/jinja/parser.h"
 #include "tokenizer/jinja/render.h"
 
@@ -20,6 +21,8 @@ std::string Template::render(const nlohmann::ordered_json& context) const { retu
 std::string Template::render(const nlohmann::ordered_json& context, const RenderOptions& options) const {
   return render_body(parsed_->body, context, options);
 }
+
+bool Template::mentions(const std::string& name) const { return jinja::mentions(parsed_->body, name); }
 
 std::string render_chat_template(const std::string& source, const nlohmann::ordered_json& context) {
   return Template(source).render(context);

@@ -40,6 +40,9 @@ class Template {
   // the template's own message when it calls raise_exception().
   std::string render(const nlohmann::ordered_json& context) const;
   std::string render(const nlohmann::ordered_json& context, const RenderOptions& options) const;
+  // Whether any expression names the variable (e.g. `tools`): a template that
+  // never does would drop that context key silently.
+  bool mentions(const std::string& name) const;
 
  private:
   struct Parsed;

@@ -5,6 +5,15 @@
 
 namespace grpo::tok::jinja {
 
+std::string int_text(PyInt i) {
+  if (i >= INT64_MIN && i <= INT64_MAX) return std::to_string(static_cast<int64_t>(i));
+  // Digits from the magnitude, which for the most negative value only an unsigned type holds.
+  unsigned __int128 m = i < 0 ? -static_cast<unsigned __int128>(i) : static_cast<unsigned __int128>(i);
+  std::string digits;
+  for (; m; m /= 10) digits.insert(digits.begin(), static_cast<char>('0' + static_cast<int>(m % 10)));
+  return (i < 0 ? "-" : "") + digits;
+}
+
 // --- Dict ---------------------------------------------------------------------
 
 const Value* Dict::find(const Value& key) const {
@@ -49,6 +58,25 @@ Value::Value(int64_t i) : type_(Type::Int), int_(i) {}
 Value::Value(double d) : type_(Type::Float), float_(d) {}
 Value::Value(std::string s) : type_(Type::String), str_(std::move(s)) {}
 
+Value Value::integer(PyInt i) {
+  Value v;
+  v.type_ = Type::Int;
+  v.int_ = i;
+  return v;
+}
+
+Value Value::group_tuple(Value grouper, ValueList items) {
+  Value v = tuple({std::move(grouper), sequence(std::move(items))});
+  v.safe_ = true;
+  return v;
+}
+
+Value Value::markup(std::string s) {
+  Value v(std::move(s));
+  v.safe_ = true;
+  return v;
+}
+
 Value Value::sequence(ValueList items, Seq kind) {
   Value v;
   v.type_ = Type::Sequence;
@@ -91,9 +119,8 @@ Value convert_json(const Json& j) {
     case nlohmann::json::value_t::number_integer:
       return Value(j.template get<int64_t>());
     case nlohmann::json::value_t::number_unsigned: {
-      auto u = j.template get<uint64_t>();
-      if (u > static_cast<uint64_t>(INT64_MAX)) throw JinjaError("the integer " + std::to_string(u) + " is too large");
-      return Value(static_cast<int64_t>(u));
+      // Tool schemas write uint64 bounds (`"maximum": 18446744073709551615`).
+      return Value::integer(j.template get<uint64_t>());
     }
     case nlohmann::json::value_t::number_float:
       return Value(j.template get<double>());
@@ -124,7 +151,10 @@ nlohmann::ordered_json Value::to_json() const {
   switch (type_) {
     case Type::None: return nullptr;
     case Type::Bool: return bool_;
-    case Type::Int: return int_;
+    case Type::Int:
+      if (int_ >= INT64_MIN && int_ <= INT64_MAX) return static_cast<int64_t>(int_);
+      if (int_ >= 0 && int_ <= static_cast<PyInt>(UINT64_MAX)) return static_cast<uint64_t>(int_);
+      throw JinjaError("the integer " + int_text(int_) + " does not fit in a JSON number");
     case Type::Float: return float_;
     case Type::String: return str_;
     case Type::Sequence: {
@@ -143,6 +173,13 @@ nlohmann::ordered_json Value::to_json() const {
 }
 
 // --- Inspection ---------------------------------------------------------------
+
+int64_t Value::as_int() const {
+  if (type_ == Type::Bool) return bool_ ? 1 : 0;
+  if (int_ < INT64_MIN || int_ > INT64_MAX)
+    throw JinjaError("Python int too large to convert to a 64-bit integer: " + int_text(int_));
+  return static_cast<int64_t>(int_);
+}
 
 double Value::as_double() const {
   switch (type_) {
@@ -246,7 +283,7 @@ std::string Value::repr() const {
     case Type::Undefined: return "Undefined";
     case Type::None: return "None";
     case Type::Bool: return bool_ ? "True" : "False";
-    case Type::Int: return std::to_string(int_);
+    case Type::Int: return int_text(int_);
     case Type::Float: return py::float_repr(float_);
     case Type::String: return py::repr(str_);
     case Type::Sequence:
@@ -279,7 +316,7 @@ bool py_equal(const Value& a, const Value& b) {
   using T = Value::Type;
   if (a.is_number() && b.is_number()) {
     if (a.is_float() || b.is_float()) return a.as_double() == b.as_double();
-    return a.as_int() == b.as_int();
+    return a.as_wide_int() == b.as_wide_int();
   }
   if (a.type() != b.type()) return false;
   switch (a.type()) {
@@ -315,7 +352,7 @@ bool py_less(const Value& a, const Value& b) {
   if (b.is_undefined()) fail_undefined(b);
   if (a.is_number() && b.is_number()) {
     if (a.is_float() || b.is_float()) return a.as_double() < b.as_double();
-    return a.as_int() < b.as_int();
+    return a.as_wide_int() < b.as_wide_int();
   }
   if (a.is_string() && b.is_string()) return a.as_string() < b.as_string();  // UTF-8 order is code-point order
   if (a.is_indexable() && b.is_indexable() && a.seq() == b.seq()) {

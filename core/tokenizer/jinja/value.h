@@ -20,6 +20,13 @@
 namespace grpo::tok::jinja {
 
 class Value;
+// Python's ints are unbounded; 128 bits hold every integer a JSON schema or a
+// template's arithmetic needs (a uint64 `maximum`, `2 ** 64`) exactly, and
+// arithmetic past them raises instead of wrapping.
+__extension__ typedef __int128 PyInt;
+// std::numeric_limits knows __int128 only in GNU mode.
+inline constexpr PyInt kPyIntMin = static_cast<PyInt>(static_cast<unsigned __int128>(1) << 127);
+inline constexpr PyInt kPyIntMax = ~kPyIntMin;
 using ValueList = std::vector<Value>;
 
 // The arguments of a call, as Python passes them.
@@ -59,8 +66,17 @@ class Value {
   Value(double d);
   Value(std::string s);
   Value(const char* s) : Value(std::string(s)) {}
+  // Named rather than a constructor so that no argument converts to it by surprise.
+  static Value integer(PyInt i);
+  // A string jinja has marked safe (markupsafe's Markup, from |safe or |escape):
+  // a plain string added to it is HTML-escaped first.
+  static Value markup(std::string s);
   static Value sequence(ValueList items, Seq kind = Seq::List);
   static Value tuple(ValueList items) { return sequence(std::move(items), Seq::Tuple); }
+  // groupby's (grouper, list) pair: a tuple whose items are also the
+  // attributes `grouper` and `list` (jinja's _GroupTuple namedtuple).
+  static Value group_tuple(Value grouper, ValueList items);
+  bool is_group_tuple() const { return is_indexable() && seq_ == Seq::Tuple && safe_; }
   static Value dict(Dict d);
   static Value make_namespace(Dict attrs);
   static Value function(std::string name, NativeFunction fn);
@@ -80,6 +96,7 @@ class Value {
   // int, float or bool: the numbers of Python's numeric tower.
   bool is_number() const { return type_ == Type::Int || type_ == Type::Float || type_ == Type::Bool; }
   bool is_string() const { return type_ == Type::String; }
+  bool is_markup() const { return type_ == Type::String && safe_; }
   bool is_sequence() const { return type_ == Type::Sequence; }
   // A list or tuple: indexable, sliceable, with a length.
   bool is_indexable() const { return type_ == Type::Sequence && (seq_ == Seq::List || seq_ == Seq::Tuple); }
@@ -88,7 +105,10 @@ class Value {
   bool is_function() const { return type_ == Type::Function; }
 
   bool as_bool() const { return bool_; }
-  int64_t as_int() const { return type_ == Type::Bool ? (bool_ ? 1 : 0) : int_; }
+  // Throws JinjaError for an int past 64 bits (Python's OverflowError where
+  // an index or count is needed).
+  int64_t as_int() const;
+  PyInt as_wide_int() const { return type_ == Type::Bool ? (bool_ ? 1 : 0) : int_; }
   double as_double() const;
   const std::string& as_string() const { return str_; }
   const ValueList& as_list() const { return *list_; }
@@ -110,7 +130,8 @@ class Value {
   Type type_ = Type::Undefined;
   Seq seq_ = Seq::List;
   bool bool_ = false;
-  int64_t int_ = 0;
+  bool safe_ = false;  // a str: Markup; a tuple: groupby's _GroupTuple
+  PyInt int_ = 0;
   double float_ = 0;
   std::string str_;
   std::shared_ptr<const ValueList> list_;
@@ -119,6 +140,8 @@ class Value {
   std::shared_ptr<const NativeFunction> fn_;
 };
 
+// Python's str() of an int.
+std::string int_text(PyInt i);
 // Python's ==.
 bool py_equal(const Value& a, const Value& b);
 // Python's <; throws JinjaError for unorderable operands.
