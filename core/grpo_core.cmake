@@ -16,6 +16,7 @@ add_library(grpo_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/data/dataset.cpp
   ${CMAKE_CURRENT_LIST_DIR}/data/json_rows.cpp
   ${CMAKE_CURRENT_LIST_DIR}/data/parquet/column_reader.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/data/parquet/page_codecs.cpp
   ${CMAKE_CURRENT_LIST_DIR}/data/parquet/parquet_meta.cpp
   ${CMAKE_CURRENT_LIST_DIR}/data/parquet/parquet_rows.cpp
   ${CMAKE_CURRENT_LIST_DIR}/data/parquet/thrift_compact.cpp

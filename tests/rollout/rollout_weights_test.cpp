@@ -199,19 +199,22 @@ TEST(RolloutWeights, TrainerThatNeverJoinsTimesOutNamingTheStep) {
 // queued call waited out --comm_timeout_s in turn, and /update_named_param/
 // then reported the first one's failure instead of answering for itself.
 TEST(RolloutWeights, StaleInitsAreReplacedAndEachCallAnswersForItself) {
-  RolloutProcess server(grpo::testing::tiny_model_dir(), {"--comm_timeout_s", "2"});
+  // 4 s gives the trainer's store client, which retries with a backoff, room
+  // to join on a loaded machine once the server starts hosting.
+  RolloutProcess server(grpo::testing::tiny_model_dir(), {"--comm_timeout_s", "4"});
   ASSERT_NE(server.port(), 0);
-  for (int i = 0; i < 3; ++i) {  // nobody joins these
-    auto r = server.post("/init_communicator/",
-                         {{"host", "127.0.0.1"}, {"port", grpo::testing::free_port()}, {"world_size", 2}});
+  const int port = grpo::testing::free_port();
+  for (int i = 0; i < 3; ++i) {  // nobody joins these; none may share the trainer's port
+    int stale = grpo::testing::free_port();
+    while (stale == port) stale = grpo::testing::free_port();
+    auto r = server.post("/init_communicator/", {{"host", "127.0.0.1"}, {"port", stale}, {"world_size", 2}});
     ASSERT_EQ(r.status, 200) << r.raw;
   }
-  const int port = grpo::testing::free_port();
   auto init = server.post("/init_communicator/", {{"host", "127.0.0.1"}, {"port", port}, {"world_size", 2}});
   ASSERT_EQ(init.status, 200) << init.raw;
-  // The first call forms for 2 s, then this one: well within the trainer's 10 s
-  // (three stale calls waited out in turn would take 6 s before it started).
-  auto group = grpo::rollout::CommGroup::create("127.0.0.1", port, /*rank=*/1, 2, std::chrono::seconds(10));
+  // The first call forms for 4 s, then this one: within the trainer's 14 s
+  // (three stale calls waited out in turn would take 12 s before it started).
+  auto group = grpo::rollout::CommGroup::create("127.0.0.1", port, /*rank=*/1, 2, std::chrono::seconds(14));
   auto update = server.post("/update_named_param/",
                             {{"name", "model.norm.weight"}, {"dtype", "torch.float32"}, {"shape", {64}}});
   EXPECT_EQ(update.status, 200) << update.raw;
