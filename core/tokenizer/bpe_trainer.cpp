@@ -64,23 +64,46 @@ std::vector<uint64_t> pair_keys(const Word& w) {
   return keys;
 }
 
-// Left to right, non-overlapping: "aaa" with (a, a) becomes "Aa".
-bool merge_in_word(Word& w, Symbol a, Symbol b, Symbol joined) {
+// How one word's merge changed its pair counts, once per occurrence.
+struct PairChange {
+  uint64_t key;
+  int delta;  // -1 or +1
+};
+
+// Left to right, non-overlapping: "aaa" with (a, a) becomes "Aa". Appends to
+// `changes` only the pairs around each merged occurrence (as Hugging Face's
+// Word::merge reports them), so a long word costs one scan, not a recount of
+// every pair it holds.
+void merge_in_word(Word& w, Symbol a, Symbol b, Symbol joined, std::vector<PairChange>& changes) {
   std::vector<Symbol>& s = w.symbols;
   size_t out = 0;
-  bool changed = false;
   for (size_t i = 0; i < s.size(); ++out) {
     if (i + 1 < s.size() && s[i] == a && s[i + 1] == b) {
+      changes.push_back({key_of(a, b), -1});
+      if (out > 0) {  // the left neighbour as merged so far: "aaaa" gives (A, a) then (A, A)
+        changes.push_back({key_of(s[out - 1], a), -1});
+        changes.push_back({key_of(s[out - 1], joined), +1});
+      }
+      if (i + 2 < s.size()) {
+        changes.push_back({key_of(b, s[i + 2]), -1});
+        changes.push_back({key_of(joined, s[i + 2]), +1});
+      }
       s[out] = joined;
       i += 2;
-      changed = true;
     } else {
       s[out] = s[i];
       ++i;
     }
   }
   s.resize(out);
-  return changed;
+}
+
+// A word's pairs are noted together, so a word already listed for a pair is
+// its last entry: a long word holding a pair thousands of times is listed
+// once per pass. (Repeats across passes, and words that no longer hold the
+// pair, are dropped when it is merged.)
+void note_holder(std::vector<uint32_t>& holders, uint32_t w) {
+  if (holders.empty() || holders.back() != w) holders.push_back(w);
 }
 
 }  // namespace
@@ -97,7 +120,7 @@ std::vector<Merge> train_bpe_merges(const std::vector<std::string>& texts, const
   for (uint32_t w = 0; w < c.words.size(); ++w)
     for (uint64_t key : pair_keys(c.words[w])) {
       pairs[key] += c.words[w].count;
-      where[key].push_back(w);
+      note_holder(where[key], w);
     }
 
   struct Entry {
@@ -136,16 +159,18 @@ std::vector<Merge> train_bpe_merges(const std::vector<std::string>& texts, const
     // The count each pair the merge may raise had before it first did: those
     // that rose get a heap entry (those that fell are found stale when popped).
     std::unordered_map<uint64_t, int64_t> before;
+    std::vector<PairChange> changes;
     for (uint32_t w : holders) {
       Word& word = c.words[w];
-      std::vector<uint64_t> old_keys = pair_keys(word);
-      if (!merge_in_word(word, top.a, top.b, joined)) continue;
-      for (uint64_t k : old_keys) pairs[k] -= word.count;
-      std::sort(old_keys.begin(), old_keys.end());
-      for (uint64_t k : pair_keys(word)) {
-        before.emplace(k, pairs[k]);
-        pairs[k] += word.count;
-        if (!std::binary_search(old_keys.begin(), old_keys.end(), k)) where[k].push_back(w);  // new to this word
+      changes.clear();
+      merge_in_word(word, top.a, top.b, joined, changes);
+      for (const PairChange& change : changes) {
+        int64_t& count = pairs[change.key];
+        if (change.delta > 0) {
+          before.emplace(change.key, count);
+          note_holder(where[change.key], w);
+        }
+        count += change.delta * word.count;
       }
     }
     for (const auto& [k, was] : before)

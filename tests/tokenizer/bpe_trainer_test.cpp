@@ -97,6 +97,22 @@ TEST(BpeTrainer, IncrementalCountsEqualRecountingEveryPair) {
   EXPECT_EQ(train(texts, 37), std::vector<Merge>(want.begin(), want.begin() + 37));
 }
 
+// Long pieces (one letter run each) merge many times within a word, where a
+// merge's left neighbour is itself a merge made in the same pass.
+TEST(BpeTrainer, IncrementalCountsEqualRecountingInLongWords) {
+  std::mt19937 rng(11);
+  std::vector<std::string> texts;
+  for (int t = 0; t < 24; ++t) {
+    std::string word;
+    const int length = 200 + static_cast<int>(rng() % 300);
+    for (int k = 0; k < length; ++k) word += "aaaabbcdefg"[rng() % 11];
+    texts.push_back(word);
+  }
+  const std::vector<Merge> want = train_by_recounting(texts, 150);
+  ASSERT_EQ(want.size(), 150u);
+  EXPECT_EQ(train(texts, 150), want);
+}
+
 // Pieces never merge across the pre-tokenizer's cuts: Qwen's split keeps
 // each digit alone, so numbers stay one token per digit.
 TEST(BpeTrainer, DigitsAndPiecesAreNeverJoined) {
