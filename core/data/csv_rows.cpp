@@ -72,7 +72,7 @@ bool parses_as_real(const std::string& s) {
 }  // namespace
 
 std::vector<Row> read_csv_rows(const std::string& path, std::optional<size_t> limit, BadRows& bad) {
-  const std::string text = read_whole_file(path);
+  const std::string text = read_text_file(path);
   CsvCursor cursor(text);
   bool open_quote = false;
   const std::vector<std::string> header = cursor.record(open_quote);

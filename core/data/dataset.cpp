@@ -104,7 +104,7 @@ std::vector<Row> load_rows(const std::string& spec, BadRows* bad, const hub::Opt
 
 std::vector<Row> load_jsonl(const std::string& path) {
   BadRows strict;
-  return read_jsonl_text(path, read_whole_file(path), std::nullopt, strict);
+  return read_jsonl_text(path, read_text_file(path), std::nullopt, strict);
 }
 
 nlohmann::json prompt_messages(const Row& row, const std::string& system) {

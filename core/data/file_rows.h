@@ -11,7 +11,9 @@
 
 namespace grpo::data {
 
-std::string read_whole_file(const std::string& path);
+// The file's bytes, each sequence that is not UTF-8 replaced by U+FFFD with
+// one warning naming file:line:column of the first and how many there were.
+std::string read_text_file(const std::string& path);
 std::vector<Row> read_json_rows(const std::string& path, std::optional<size_t> limit, BadRows& bad);
 std::vector<Row> read_jsonl_text(const std::string& path, const std::string& text, std::optional<size_t> limit,
                                  BadRows& bad);

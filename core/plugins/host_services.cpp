@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "plugins/plugin_text.h"
+
 namespace grpo::plugins {
 
 void MetricsSink::add(const std::string& name, double value) {
@@ -50,7 +52,7 @@ HostServices::HostServices(std::string plugin_name, std::shared_ptr<MetricsSink>
 
 void HostServices::log(void* ctx, grpo_log_level level, grpo_str message) {
   auto* self = static_cast<HostServices*>(ctx);
-  std::string_view text = message.data ? std::string_view(message.data, message.size) : std::string_view();
+  const std::string text = plugin_text(message);
   spdlog::level::level_enum lvl = spdlog::level::info;
   switch (level) {
     case GRPO_LOG_TRACE: lvl = spdlog::level::trace; break;
@@ -64,7 +66,7 @@ void HostServices::log(void* ctx, grpo_log_level level, grpo_str message) {
 
 void HostServices::log_metric(void* ctx, grpo_str name, double value) {
   auto* self = static_cast<HostServices*>(ctx);
-  if (self->metrics_ && name.data) self->metrics_->add(std::string(name.data, name.size), value);
+  if (self->metrics_ && name.data) self->metrics_->add(plugin_text(name), value);
 }
 
 grpo_str HostServices::run_config(void* ctx) {

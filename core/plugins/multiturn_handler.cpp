@@ -13,6 +13,7 @@
 #include "plugins/crash_guard.h"
 #include "plugins/plugin_error.h"
 #include "plugins/plugin_options.h"
+#include "plugins/plugin_text.h"
 
 namespace grpo::plugins {
 
@@ -22,8 +23,7 @@ grpo_str as_str(const std::string& s) { return grpo_str{s.data(), s.size()}; }
 
 // host_ctx is the call's vector of appended messages.
 void append_message(void* ctx, grpo_str role, grpo_str content) {
-  static_cast<std::vector<tok::ChatMessage>*>(ctx)->push_back({std::string(role.data ? role.data : "", role.size),
-                          std::string(content.data ? content.data : "", content.size)});
+  static_cast<std::vector<tok::ChatMessage>*>(ctx)->push_back({plugin_text(role), plugin_text(content)});
 }
 
 int32_t finish_code(FinishReason f) {
@@ -85,7 +85,7 @@ std::unique_ptr<MultiturnHandler> MultiturnHandler::create(const ResolvedPlugin&
   }
   if (status != GRPO_OK || !h->instance_)
     throw PluginError(fmt::format("multi-turn handler '{}' ({}) could not be created: {}", plugin.info.name,
-                                  plugin.info.file, status != GRPO_OK ? err.message : "it returned no instance"));
+                                  plugin.info.file, status != GRPO_OK ? error_text(err) : "it returned no instance"));
   const bool thread_safe = (h->api_.flags & GRPO_MULTITURN_THREAD_SAFE) != 0;
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   for (int w = 0; w < (thread_safe ? threads : 1); ++w) {
@@ -95,7 +95,16 @@ std::unique_ptr<MultiturnHandler> MultiturnHandler::create(const ResolvedPlugin&
   if (h->api_.tools_json) {
     PluginCallScope scope(plugin.info.name.c_str(), plugin.info.file.c_str(), "tools_json");
     const grpo_str tools = h->api_.tools_json(h->instance_);
-    if (tools.data) h->tools_.assign(tools.data, tools.size);
+    h->tools_ = plugin_text(tools);
+  }
+  // Checked here, once: the chat template reads the schemas for every prompt.
+  if (!h->tools_.empty()) {
+    const nlohmann::json tools = nlohmann::json::parse(h->tools_, nullptr, /*allow_exceptions=*/false);
+    if (!tools.is_array())
+      throw PluginError(fmt::format("multi-turn handler '{}' ({}): tools_json() returned {}, not a JSON array of tool "
+                                    "schemas: \"{}\"",
+                                    plugin.info.name, plugin.info.file, tools.is_discarded() ? "invalid JSON" : tools.type_name(),
+                                    h->tools_.substr(0, 120)));
   }
   return h;
 }
@@ -139,7 +148,7 @@ bool MultiturnHandler::call(const char* what, const std::function<grpo_status(gr
   if (returned && record->status == GRPO_OK) return true;
   ++failures_;
   const std::string why =
-      returned ? fmt::format("{}() failed (status {}): {}", what, record->status, record->err.message)
+      returned ? fmt::format("{}() failed (status {}): {}", what, record->status, error_text(record->err))
       : was_stuck ? fmt::format("it is still stuck in an earlier call, so {}() was not made", what)
                   : fmt::format("{}() did not return within {} s (--multi_turn_timeout)", what, timeout_s_);
   spdlog::error("multi-turn handler '{}' ({}): {}; that conversation ends here, its rewards count as no opinion "

@@ -10,6 +10,7 @@
 
 #include "plugins/host_services.h"
 #include "plugins/plugin_error.h"
+#include "plugins/plugin_text.h"
 
 namespace grpo::plugins {
 
@@ -91,7 +92,7 @@ std::shared_ptr<PluginLibrary> PluginLibrary::load(const std::string& path) {
     static HostServices library_services("plugin-library", nullptr, "{}");
     grpo_error err{};
     if (lib->entry_.init(library_services.api(), &err) != GRPO_OK)
-      throw PluginError(fmt::format("plugin '{}' failed to initialise: {}", lib->path_, err.message));
+      throw PluginError(fmt::format("plugin '{}' failed to initialise: {}", lib->path_, error_text(err)));
   }
   lib->initialised_ = true;  // deinit() pairs with a successful init() only
 

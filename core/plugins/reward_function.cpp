@@ -14,6 +14,7 @@
 
 #include "plugins/crash_guard.h"
 #include "plugins/plugin_error.h"
+#include "plugins/plugin_text.h"
 #include "plugins/reward_worker.h"
 
 namespace grpo::plugins {
@@ -85,7 +86,7 @@ std::unique_ptr<RewardFunction> RewardFunction::create(const ResolvedPlugin& plu
   }
   if (status != GRPO_OK || !instance)
     throw PluginError(fmt::format("reward plugin '{}' ({}) could not be created: {}", plugin.info.name,
-                                  plugin.info.file, status != GRPO_OK ? err.message : "it returned no instance"));
+                                  plugin.info.file, status != GRPO_OK ? error_text(err) : "it returned no instance"));
   fn->instance_ = instance;
   return fn;
 }
@@ -117,7 +118,7 @@ bool RewardFunction::score_range(const std::vector<grpo_reward_sample>& samples,
     return false;
   }
   if (status != GRPO_OK) {
-    *error = fmt::format("score() failed (status {}): {}", status, err.message);
+    *error = fmt::format("score() failed (status {}): {}", status, error_text(err));
     return false;
   }
   if (output.count != end - begin) {

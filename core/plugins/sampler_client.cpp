@@ -8,6 +8,7 @@
 
 #include "plugins/crash_guard.h"
 #include "plugins/plugin_error.h"
+#include "plugins/plugin_text.h"
 
 namespace grpo::plugins {
 
@@ -81,7 +82,7 @@ std::unique_ptr<SamplerClient> SamplerClient::create(const ResolvedPlugin& plugi
   }
   if (status != GRPO_OK || !c->instance_)
     throw PluginError(fmt::format("sampler '{}' ({}) could not be created: {}", plugin.info.name, plugin.info.file,
-                                  status != GRPO_OK ? err.message : "it returned no instance"));
+                                  status != GRPO_OK ? error_text(err) : "it returned no instance"));
   return c;
 }
 
@@ -123,7 +124,7 @@ std::vector<Sample> SamplerClient::generate(const std::vector<SampleRequest>& re
     status = api_.generate(instance_, reqs.data(), reqs.size(), sizeof(grpo_generate_request), &params, &sink, &st, &err);
   }
   if (status != GRPO_OK)
-    throw PluginError(fmt::format("sampler '{}' ({}) failed to generate: {}", name(), plugin_.info.file, err.message));
+    throw PluginError(fmt::format("sampler '{}' ({}) failed to generate: {}", name(), plugin_.info.file, error_text(err)));
   if (!st.error.empty()) throw PluginError(fmt::format("sampler '{}' returned {}", name(), st.error));
   for (size_t i = 0; i < total; ++i)
     if (!st.filled[i]) throw PluginError(fmt::format("sampler '{}' left completion {} of {} out", name(), i, total));
@@ -147,7 +148,7 @@ void SamplerClient::load_weights(const std::vector<grpo_named_tensor>& tensors, 
     status = api_.load_weights(instance_, tensors.data(), tensors.size(), flags, &err);
   }
   if (status != GRPO_OK)
-    throw PluginError(fmt::format("sampler '{}' ({}) could not load weights: {}", name(), plugin_.info.file, err.message));
+    throw PluginError(fmt::format("sampler '{}' ({}) could not load weights: {}", name(), plugin_.info.file, error_text(err)));
 }
 
 }  // namespace grpo::plugins

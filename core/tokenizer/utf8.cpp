@@ -85,7 +85,7 @@ void append(std::string& out, char32_t cp) {
   }
 }
 
-std::string to_valid_lossy(std::string_view bytes) {
+std::string to_valid_lossy(std::string_view bytes, size_t* replaced) {
   std::string out;
   out.reserve(bytes.size());
   size_t pos = 0;
@@ -99,12 +99,27 @@ std::string to_valid_lossy(std::string_view bytes) {
     size_t len = 0;
     if (decode(bytes, pos, &len) == kInvalid) {
       out += "\xEF\xBF\xBD";
+      if (replaced) ++*replaced;
     } else {
       out.append(bytes.data() + pos, len);
     }
     pos += len;
   }
   return out;
+}
+
+size_t first_invalid(std::string_view bytes) {
+  size_t pos = 0;
+  while (pos < bytes.size()) {
+    if (static_cast<unsigned char>(bytes[pos]) < 0x80) {
+      ++pos;
+      continue;
+    }
+    size_t len = 0;
+    if (decode(bytes, pos, &len) == kInvalid) return pos;
+    pos += len;
+  }
+  return std::string_view::npos;
 }
 
 bool is_white_space(char32_t cp) {

@@ -32,8 +32,14 @@ inline bool is_ascii(std::string_view text) {
 }
 
 // Replaces each maximal invalid subpart by U+FFFD, as Rust's
-// String::from_utf8_lossy and the WHATWG decoder do.
-std::string to_valid_lossy(std::string_view bytes);
+// String::from_utf8_lossy and the WHATWG decoder do (and Python's
+// bytes.decode(errors="replace"), which Hugging Face decoding uses). Adds the
+// number of replacements to *replaced when given.
+std::string to_valid_lossy(std::string_view bytes, size_t* replaced = nullptr);
+
+// Offset of the first byte that starts no valid sequence; npos when `bytes`
+// is valid UTF-8.
+size_t first_invalid(std::string_view bytes);
 
 // Unicode White_Space property, what lstrip/rstrip of added tokens strip.
 bool is_white_space(char32_t cp);

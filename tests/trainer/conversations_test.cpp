@@ -35,7 +35,7 @@ struct Conversations : ::testing::Test {
     plugins::PluginSources sources;
     sources.files = {FIXTURE_SAMPLER,           FIXTURE_MULTITURN,          FIXTURE_MULTITURN_STEP_THROWS,
                      FIXTURE_MULTITURN_STEP_HANGS, FIXTURE_MULTITURN_BAD_ROLE, FIXTURE_MULTITURN_HAS_REWARD,
-                     FIXTURE_MULTITURN_THREAD_SAFE};
+                     FIXTURE_MULTITURN_THREAD_SAFE, FIXTURE_MULTITURN_NOT_UTF8};
     sources.use_env = sources.use_builtin = false;
     registry = plugins::PluginRegistry::discover(sources);
     sampler = plugins::SamplerClient::create(registry.require("fixture_sampler", GRPO_SAMPLER_INTERFACE),
@@ -54,7 +54,7 @@ struct Conversations : ::testing::Test {
     if (options.is_null()) options = json::object();
     options["log"] = dir + "/handler.log";
     handler = plugins::MultiturnHandler::create(registry.require(handler_name, GRPO_MULTITURN_INTERFACE), options,
-                                                nullptr, "{}", {}, timeout_s, threads);
+                                                sink, "{}", {}, timeout_s, threads);
     plugins::SampleRequest r;
     r.prompt_ids = prompt.ids;
     r.prompt_text = prompt.text;
@@ -79,6 +79,7 @@ struct Conversations : ::testing::Test {
   std::unique_ptr<plugins::MultiturnHandler> handler;
   Prompt prompt;
   std::map<std::string, double> metrics;
+  std::shared_ptr<plugins::MetricsSink> sink = std::make_shared<plugins::MetricsSink>();  // the handler's own metrics
 };
 
 std::vector<int32_t> ids_where(const Sample& s, uint8_t sampled) {
@@ -237,6 +238,26 @@ TEST_F(Conversations, AHandlerSpeakingForThePolicyIsRefused) {
     EXPECT_EQ(s.turns, 1u);
     EXPECT_TRUE(ids_where(s, 0).empty());
   }
+}
+
+// A handler's text that is not UTF-8 (a tool message quoting `12 × 34` cut
+// mid-character, its tool schemas, a metric's name) is repaired where it
+// enters, each invalid sequence one U+FFFD. Before, the conversation's JSON
+// threw "invalid UTF-8 byte" and the run stopped.
+TEST_F(Conversations, AHandlersTextThatIsNotUtf8IsRepairedWhereItEnters) {
+  const std::vector<Sample> out = run("fixture_multiturn_not_utf8", {std::nullopt, 64, false}, {{"turns", 1}});
+  ASSERT_EQ(out.size(), 2u);
+  for (const Sample& s : out) {
+    EXPECT_FALSE(s.handler_failed);
+    const json conversation = json::parse(s.conversation_json);
+    ASSERT_GE(conversation.size(), 3u) << s.conversation_json;
+    EXPECT_EQ(conversation[2]["content"], "12 \uFFFD 34 = 408 \uFFFD\uFFFD result 0") << s.conversation_json;
+  }
+  EXPECT_EQ(json::parse(handler->tools_json())[0]["function"]["description"], "12 \uFFFD 34");
+  const std::map<std::string, double> handler_metrics = sink->drain();
+  ASSERT_EQ(handler_metrics.size(), 1u);
+  EXPECT_EQ(handler_metrics.begin()->first, "tool\uFFFD_calls");
+  EXPECT_NO_THROW(json(handler_metrics.begin()->first).dump());
 }
 
 TEST_F(Conversations, TheEnvironmentRewardIsReportedPerConversation) {

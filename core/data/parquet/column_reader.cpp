@@ -65,7 +65,7 @@ double half_to_float(uint16_t h) {
 // Decodes values of the leaf's type into JSON as `datasets` would show them.
 class ValueDecoder {
  public:
-  explicit ValueDecoder(const SchemaNode& node) : node_(node) {}
+  ValueDecoder(const SchemaNode& node, size_t& replaced) : node_(node), replaced_(replaced) {}
 
   nlohmann::json integer(int64_t v) const {
     if (node_.meaning == Meaning::Decimal) return static_cast<double>(v) / std::pow(10.0, node_.scale);
@@ -106,7 +106,7 @@ class ValueDecoder {
         break;
     }
     const std::string_view text(reinterpret_cast<const char*>(p), n);
-    return tok::utf8::to_valid_lossy(text);
+    return tok::utf8::to_valid_lossy(text, &replaced_);
   }
 
   // The fewest bits one value of the leaf's type takes in a PLAIN page: a
@@ -253,6 +253,7 @@ class ValueDecoder {
     return d;
   }
   const SchemaNode& node_;
+  size_t& replaced_;  // counted for the warning that names the column
 };
 
 std::vector<uint16_t> levels(Bytes bytes, int max_level, size_t count) {
@@ -286,8 +287,8 @@ std::string read_range(std::istream& in, int64_t offset, int64_t size) {
 
 ColumnData read_column(std::istream& in, const ColumnChunk& chunk, const Leaf& leaf, std::optional<size_t> records) {
   if (chunk.physical != *leaf.node->physical) throw ParquetError("the column chunk's type disagrees with the schema");
-  const ValueDecoder decoder(*leaf.node);
   ColumnData out;
+  const ValueDecoder decoder(*leaf.node, out.replaced);
   std::vector<nlohmann::json> dictionary;
   bool has_dictionary = false;
   size_t begun = 0;  // records begun so far

@@ -27,6 +27,7 @@ struct Leaf {
 struct ColumnData {
   std::vector<uint16_t> rep, def;  // one each per entry (all zero when the max level is 0)
   std::vector<nlohmann::json> values;  // one per entry whose def is max_def, in order
+  size_t replaced = 0;  // text sequences that were not UTF-8, each read as U+FFFD
 };
 
 // Decodes pages until more than `records` records have begun (all of them when

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "data/file_rows.h"
 #include "data/parquet/column_reader.h"
@@ -164,6 +165,7 @@ std::vector<Row> read_parquet_rows(const std::string& path, std::optional<size_t
   in.seekg(0, std::ios::end);
   const auto file_size = static_cast<int64_t>(in.tellg());
   std::vector<Row> rows;
+  std::vector<size_t> replaced(leaves.size());  // per column, for one warning each
   for (size_t g = 0; g < meta.row_groups.size() && (!limit || rows.size() < *limit); ++g) {
     const RowGroup& group = meta.row_groups[g];
     if (group.columns.size() != leaves.size())
@@ -188,6 +190,7 @@ std::vector<Row> read_parquet_rows(const std::string& path, std::optional<size_t
         if (group.columns[c].path.size() != leaf.chain.size())
           throw ParquetError("the column chunk's path disagrees with the schema");
         columns.push_back(read_column(in, group.columns[c], leaf, wanted));
+        replaced[c] += columns.back().replaced;
         size_t records = 0;
         for (uint16_t r : columns.back().rep) records += r == 0;
         if (records < wanted)
@@ -211,6 +214,11 @@ std::vector<Row> read_parquet_rows(const std::string& path, std::optional<size_t
     for (size_t i = 0; i < wanted; ++i)
       rows.push_back(Row{to_logical(meta, root, std::move(physical[i]), true), fmt::format("{}:row {}", path, rows.size())});
   }
+  for (size_t c = 0; c < leaves.size(); ++c)
+    if (replaced[c])
+      spdlog::warn("{}: column '{}': its text is not UTF-8 in {} place(s); each invalid sequence is read as U+FFFD "
+                   "(the Unicode replacement character)",
+                   path, leaves[c].name, replaced[c]);
   return rows;
 }
 
