@@ -22,6 +22,7 @@ add_library(grpo_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/data/parquet/thrift_compact.cpp
   ${CMAKE_CURRENT_LIST_DIR}/plugins/call_worker.cpp
   ${CMAKE_CURRENT_LIST_DIR}/plugins/conformance.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/plugins/conformance_steps.cpp
   ${CMAKE_CURRENT_LIST_DIR}/plugins/crash_guard.cpp
   ${CMAKE_CURRENT_LIST_DIR}/plugins/host_services.cpp
   ${CMAKE_CURRENT_LIST_DIR}/plugins/multiturn_handler.cpp
@@ -31,6 +32,8 @@ add_library(grpo_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/plugins/reward_function.cpp
   ${CMAKE_CURRENT_LIST_DIR}/plugins/reward_worker.cpp
   ${CMAKE_CURRENT_LIST_DIR}/plugins/shared_batch.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/plugins/wire.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/plugins/worker_process.cpp
   ${CMAKE_CURRENT_LIST_DIR}/plugins/sampler_client.cpp
   ${CMAKE_CURRENT_LIST_DIR}/rewards/reward_set.cpp
   ${CMAKE_CURRENT_LIST_DIR}/score/score_command.cpp

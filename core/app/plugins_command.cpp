@@ -1,6 +1,7 @@
 #include "app/plugins_command.h"
 
 #include <cstdio>
+#include <cstdlib>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -38,9 +39,10 @@ void describe(const plugins::PluginInfo& p) {
 }
 
 // --check LIB: every conformance check on one library, PASS or FAIL each;
-// exit status 1 when one failed.
-int run_checks(const std::string& file, const nlohmann::json& plugin_args) {
-  const std::vector<plugins::CheckResult> results = plugins::check_plugin_library(file, plugin_args);
+// exit status 1 when one failed. Each check that calls into the plugin runs
+// in a process of its own, so a plugin that crashes fails a check, not this.
+int run_checks(const std::string& file, const nlohmann::json& plugin_args, const plugins::CheckOptions& options) {
+  const std::vector<plugins::CheckResult> results = plugins::check_plugin_library(file, plugin_args, options);
   size_t failed = 0;
   std::printf("checking %s\n", file.c_str());
   for (const auto& r : results) {
@@ -48,8 +50,10 @@ int run_checks(const std::string& file, const nlohmann::json& plugin_args) {
     std::printf("%s  %s%s%s\n", r.passed ? "PASS" : "FAIL", r.name.c_str(), r.detail.empty() ? "" : ": ",
                 r.detail.c_str());
   }
-  std::printf("%zu of %zu checks passed%s\n", results.size() - failed, results.size(),
-              failed ? "" : ": the plugin conforms");
+  if (failed)
+    std::printf("%zu of %zu checks passed, %zu failed\n", results.size() - failed, results.size(), failed);
+  else
+    std::printf("%zu of %zu checks passed: the plugin conforms\n", results.size(), results.size());
   return failed ? 1 : 0;
 }
 
@@ -57,11 +61,19 @@ int run_checks(const std::string& file, const nlohmann::json& plugin_args) {
 
 int run_plugins_command(const std::vector<std::string>& args) {
   config::ParseResult parsed =
-      config::parse(args, config::ParseOptions{{"describe", "check"}, 0, /*check_batch_geometry=*/false});
+      config::parse(args, config::ParseOptions{{"describe", "check", "check_timeout"}, 0, /*check_batch_geometry=*/false});
   auto check_arg = parsed.extras.find("check");
   if (check_arg != parsed.extras.end()) {
     if (check_arg->second.size() != 1) throw config::ConfigError("--check takes one plugin library, e.g. --check libmine.so");
-    return run_checks(check_arg->second[0], parsed.config.get_json("plugin_args"));
+    plugins::CheckOptions options;
+    if (auto t = parsed.extras.find("check_timeout"); t != parsed.extras.end()) {
+      char* end = nullptr;
+      const std::string text = t->second.size() == 1 ? t->second[0] : "";
+      options.timeout_s = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end != '\0' || !(options.timeout_s > 0) || options.timeout_s > 86400)
+        throw config::ConfigError("--check_timeout takes the seconds one check may take, from 0 to 86400 (default 60)");
+    }
+    return run_checks(check_arg->second[0], parsed.config.get_json("plugin_args"), options);
   }
   plugins::PluginSources sources;
   sources.files = parsed.config.get_strings("plugins");

@@ -46,10 +46,50 @@ struct Look {
   std::string where, why;
 };
 
+std::string hf_download_command(const std::string& id, RepoKind kind, const std::string& revision) {
+  return fmt::format("{}{}{}", kind == RepoKind::Dataset ? "--repo-type dataset " : "", id,
+                     revision.empty() ? "" : " --revision " + revision);
+}
+
+// A cache entry that huggingface_hub left half written (an interrupted
+// download, a disk that filled up): refs that name nothing, files whose blob
+// never arrived. Not a place that lacks the repository, so not a line of the
+// not-found error: the user is told what is broken and that downloading again
+// repairs it.
+[[noreturn]] void damaged(const std::string& flag, const std::string& id, RepoKind kind, const std::string& revision,
+                          const std::string& what) {
+  const std::string args = hf_download_command(id, kind, revision);
+  throw HubError(fmt::format("{} {}: the Hugging Face cache entry is damaged: {}. Download it again: "
+                             "`huggingface-cli download {}` (or `hf download {}`)",
+                             flag, id, what, args, args));
+}
+
+// Every file of a snapshot that is a link to a missing blob, the first named.
+void check_snapshot_links(const fs::path& snapshot, const std::string& flag, const std::string& id, RepoKind kind,
+                          const std::string& revision) {
+  std::error_code ec;
+  size_t count = 0;
+  std::string first;
+  for (fs::recursive_directory_iterator it(snapshot, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code e2;
+    if (!it->is_symlink(e2) || fs::exists(it->path(), e2)) continue;
+    if (count++ == 0) {
+      const fs::path target = fs::read_symlink(it->path(), e2);
+      first = fmt::format("{} links to {}, which does not exist", it->path().string(),
+                          (target.is_absolute() ? target : it->path().parent_path() / target).lexically_normal().string());
+    }
+  }
+  if (count == 0) return;
+  damaged(flag, id, kind, revision,
+          count == 1 ? first + " (its download was interrupted)"
+                     : fmt::format("{} (and {} more file(s) of the snapshot: their download was interrupted)", first,
+                                   count - 1));
+}
+
 // huggingface_hub's layout: <cache>/{models,datasets}--ORG--NAME/refs/<revision>
 // holds a commit; snapshots/<commit>/ holds the files (symlinks into blobs/).
 std::optional<fs::path> find_in_huggingface(const std::string& id, RepoKind kind, const std::string& revision,
-                                            std::vector<Look>& looks) {
+                                            const std::string& flag, std::vector<Look>& looks) {
   const std::string prefix = kind == RepoKind::Model ? "models--" : "datasets--";
   const fs::path repo = fs::path(huggingface_cache()) / (prefix + replace_all(id, "/", "--"));
   const std::string rev = revision.empty() ? "main" : revision;
@@ -57,19 +97,26 @@ std::optional<fs::path> find_in_huggingface(const std::string& id, RepoKind kind
     looks.push_back({repo.string(), "no such directory"});
     return std::nullopt;
   }
-  if (is_commit(rev) && fs::is_directory(repo / "snapshots" / rev)) return repo / "snapshots" / rev;
-  const fs::path ref = repo / "refs" / rev;
-  std::ifstream in(ref);
-  std::string commit;
-  if (!(in >> commit)) {
-    looks.push_back({ref.string(), "no such ref: revision '" + rev + "' was not downloaded"});
-    return std::nullopt;
+  fs::path snapshot;
+  if (is_commit(rev) && fs::is_directory(repo / "snapshots" / rev)) {
+    snapshot = repo / "snapshots" / rev;
+  } else {
+    const fs::path ref = repo / "refs" / rev;
+    std::ifstream in(ref);
+    std::string commit;
+    if (!in) {
+      looks.push_back({ref.string(), "no such ref: revision '" + rev + "' was not downloaded"});
+      return std::nullopt;
+    }
+    if (!(in >> commit))
+      damaged(flag, id, kind, revision, fmt::format("{} is empty, where it should name the snapshot of revision '{}'",
+                                                    ref.string(), rev));
+    snapshot = repo / "snapshots" / commit;
+    if (!fs::is_directory(snapshot))
+      damaged(flag, id, kind, revision,
+              fmt::format("{} names snapshot {}, which does not exist", ref.string(), snapshot.string()));
   }
-  const fs::path snapshot = repo / "snapshots" / commit;
-  if (!fs::is_directory(snapshot)) {
-    looks.push_back({snapshot.string(), "refs/" + rev + " names this snapshot, which is missing"});
-    return std::nullopt;
-  }
+  check_snapshot_links(snapshot, flag, id, kind, revision);
   return snapshot;
 }
 
@@ -101,9 +148,7 @@ std::optional<fs::path> find_in_modelscope(const std::string& id, RepoKind kind,
 }
 
 std::string download_command(const std::string& id, RepoKind kind, bool use_hf, const std::string& revision) {
-  if (use_hf)
-    return fmt::format("huggingface-cli download {}{}{}", kind == RepoKind::Dataset ? "--repo-type dataset " : "", id,
-                       revision.empty() ? "" : " --revision " + revision);
+  if (use_hf) return "huggingface-cli download " + hf_download_command(id, kind, revision);
   return fmt::format("modelscope download --{} {}", kind == RepoKind::Model ? "model" : "dataset", id);
 }
 
@@ -139,7 +184,7 @@ std::string find_repo(const std::string& id, RepoKind kind, const Options& optio
   std::vector<Look> looks;
   // ModelScope's cache holds one revision, unnamed: it cannot answer for a named one.
   const bool modelscope_usable = options.revision.empty() || options.revision == "master";
-  auto in_huggingface = [&]() { return find_in_huggingface(id, kind, options.revision, looks); };
+  auto in_huggingface = [&]() { return find_in_huggingface(id, kind, options.revision, flag, looks); };
   auto in_modelscope = [&]() -> std::optional<fs::path> {
     if (!modelscope_usable) return std::nullopt;
     return find_in_modelscope(id, kind, looks);

@@ -12,6 +12,7 @@
 #include <regex>
 #include <set>
 
+#include "util/dangling_link.h"
 #include "util/json_input.h"
 
 namespace grpo::model {
@@ -79,6 +80,10 @@ CheckpointFiles CheckpointFiles::open(const std::string& dir) {
   CheckpointFiles out;
   out.dir_ = dir;
 
+  // A link whose blob never arrived reads as absent: name it, rather than
+  // saying the checkpoint is in an unsupported format.
+  for (const char* name : {kSingleFileName, kIndexFileName})
+    if (const std::string dangling = util::dangling_link_problem(root / name); !dangling.empty()) fail(dir, dangling);
   const fs::path single = root / kSingleFileName;
   if (fs::exists(single)) {
     out.files_.push_back(SafetensorsFile::open(single.string()));
@@ -119,6 +124,8 @@ CheckpointFiles CheckpointFiles::open(const std::string& dir) {
   std::map<std::string, size_t> shard_position;
   for (const auto& [shard, tensor] : first_tensor_of_shard) {
     const fs::path shard_path = root / shard;
+    if (const std::string dangling = util::dangling_link_problem(shard_path); !dangling.empty())
+      throw CheckpointError(fmt::format("{}: shard (holding tensor '{}') {}", index_name, tensor, dangling));
     if (!fs::exists(shard_path)) {
       throw CheckpointError(
           fmt::format("{}: shard {} (holding tensor '{}') does not exist", index_name, shard_path.string(), tensor));

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "util/dangling_link.h"
 #include "util/json_input.h"
 
 namespace grpo::model {
@@ -182,6 +183,8 @@ void set_if_changed(json& out, const char* key, const json& value) {
 std::string_view arch_name(Arch arch) { return info(arch).architecture; }
 
 ModelConfig ModelConfig::load(const std::string& config_json_path) {
+  if (const std::string dangling = util::dangling_link_problem(config_json_path); !dangling.empty())
+    throw ModelConfigError(dangling);
   std::ifstream in(config_json_path);
   if (!in) throw ModelConfigError(fmt::format("{}: cannot open the model config", config_json_path));
   json config;

@@ -1,30 +1,38 @@
 #include "plugins/conformance.h"
 
 #include <elf.h>
-
-#include <cmath>
-#include <cstring>
-#include <fstream>
-#include <stdexcept>
-#include <thread>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <stdexcept>
 
 #include <fmt/format.h>
 #include <grpo/reward.h>
 #include <grpo/sampler.h>
 #include <grpo/version.h>
 
-#include "plugins/multiturn_handler.h"
-#include "plugins/plugin_error.h"
-#include "plugins/plugin_library.h"
-#include "plugins/plugin_options.h"
-#include "plugins/plugin_registry.h"
-#include "plugins/reward_function.h"
+#include "plugins/conformance_steps.h"
+#include "plugins/wire.h"
+#include "plugins/worker_process.h"
 
 namespace grpo::plugins {
 
 namespace {
+
+// What the checker keeps of a check's stdout: enough to quote and count.
+constexpr off_t kStdoutKeepBytes = 64 << 10;
+// A check's reply: its results and the plugins' descriptors.
+constexpr uint64_t kReplyMaxBytes = 64ull << 20;
+// A worker whose reply pipe ended has this long to exit of its own (its
+// crash being reported) before it is killed.
+constexpr int64_t kExitGraceMs = 2000;
 
 template <class T>
 T read_at(std::ifstream& in, uint64_t offset) {
@@ -33,50 +41,6 @@ T read_at(std::ifstream& in, uint64_t offset) {
   in.read(reinterpret_cast<char*>(&value), sizeof value);
   if (!in) throw std::runtime_error("truncated ELF file");
   return value;
-}
-
-// Completions that have broken rewards before: nothing, a long run of one
-// character, bytes that are not UTF-8, CJK text, deep braces.
-std::vector<RewardInput> edge_inputs() {
-  std::vector<RewardInput> v;
-  auto add = [&](std::string text, std::vector<int32_t> ids, bool truncated) {
-    RewardInput in;
-    in.completion = std::move(text);
-    in.completion_ids = std::move(ids);
-    in.ids_known = true;
-    in.is_truncated = truncated;
-    in.prompt_messages_json = R"([{"role": "user", "content": "What is 6 * 7?"}])";
-    in.columns = RowColumns::from_json({{"solution", "\\boxed{42}"}});
-    v.push_back(std::move(in));
-  };
-  add("", {}, false);
-  add("<think>x</think><answer>\\boxed{42}</answer>", {1, 2, 3}, false);
-  add(std::string(100000, 'a'), std::vector<int32_t>(5000, 7), true);
-  add("\xff\xfe invalid utf-8 \\boxed{", {9}, false);
-  add("日本語のテキスト \\boxed{\\frac{1}{0}}", {4, 4, 4, 4}, false);
-  add(std::string(5000, '{') + "\\boxed{" + std::string(5000, '{'), {1}, false);
-  return v;
-}
-
-std::vector<RewardInput> batch_of(size_t n) {
-  const std::vector<RewardInput> edges = edge_inputs();
-  std::vector<RewardInput> out;
-  for (size_t i = 0; i < n; ++i) out.push_back(edges[i % edges.size()]);
-  return out;
-}
-
-bool finite_or_nan(const std::vector<double>& r) {
-  for (double x : r)
-    if (!std::isfinite(x) && !std::isnan(x)) return false;
-  return true;
-}
-
-// Equal, NaN included.
-bool same(const std::vector<double>& a, const std::vector<double>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (!(a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i])))) return false;
-  return true;
 }
 
 std::string schema_problem(const PluginInfo& info) {
@@ -100,101 +64,117 @@ std::string schema_problem(const PluginInfo& info) {
   return "";
 }
 
-void check_reward(const std::shared_ptr<PluginLibrary>& library, const PluginInfo& info, const nlohmann::json& args,
-                  std::vector<CheckResult>& out) {
-  const std::string who = info.name + ": ";
-  std::unique_ptr<RewardFunction> fn;
-  try {
-    const nlohmann::json options = resolve_plugin_options(info, nlohmann::json::object(), args);
-    fn = RewardFunction::create(ResolvedPlugin{library, info}, options, nullptr, "{}", 1);
-    out.push_back({who + "create with its defaults", true, ""});
-  } catch (const std::exception& e) {
-    out.push_back({who + "create with its defaults", false,
-                   std::string(e.what()) + " (give required options with --plugin_args '{\"" + info.name +
-                       "\": {...}}')"});
-    return;
+// A file for a check's stdout: a plugin's prints must not reach the report,
+// and printing there is itself a fault (stdout is the output of grpo-host's
+// commands). Sealed at 64 KiB, so a plugin that prints without end fills no
+// memory; its offset, shared with the child, counts what was written.
+int stdout_file() {
+  const int fd = ::memfd_create("grpo-check-stdout", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) return -1;
+  if (::ftruncate(fd, kStdoutKeepBytes) != 0 ||
+      ::fcntl(fd, F_ADD_SEALS, F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) != 0) {
+    ::close(fd);
+    return -1;
   }
-  for (size_t n : {size_t{0}, size_t{1}, size_t{64}}) {
-    const long failed = fn->failures();
-    const std::vector<double> r = fn->score(batch_of(n), {});
-    const bool ok = r.size() == n && fn->failures() == failed && finite_or_nan(r);
-    out.push_back({fmt::format("{}score {} completion(s)", who, n), ok,
-                   ok ? "" : fn->failures() != failed ? "score() failed (the error is above)" : "infinite rewards"});
-  }
-  const std::vector<RewardInput> edges = edge_inputs();
-  const long failed = fn->failures();
-  const std::vector<double> alone = fn->score(edges, {});
-  out.push_back({who + "score empty, 100 kB, invalid UTF-8, CJK and deeply nested completions",
-                 fn->failures() == failed && alone.size() == edges.size(), "score() failed (the error is above)"});
-  if (out.back().passed) out.back().detail.clear();
-  if (fn->thread_safe()) {
-    // The host may call score() of a thread-safe plugin from several threads at once.
-    std::vector<std::vector<double>> results(4);
-    std::vector<std::thread> threads;
-    for (auto& r : results) threads.emplace_back([&, p = &r] { *p = fn->score(edges, {}); });
-    for (auto& t : threads) t.join();
-    bool ok = fn->failures() == failed;
-    for (const auto& r : results) ok = ok && same(r, alone);
-    out.push_back({who + "concurrent score() calls (declared thread-safe)", ok,
-                   ok ? "" : "results differ from one call at a time, or a call failed"});
-  }
-  fn.reset();
-  out.push_back({who + "destroy", true, ""});
+  return fd;
 }
 
-void check_sampler(const std::shared_ptr<PluginLibrary>& library, const PluginInfo& info, std::vector<CheckResult>& out) {
-  const auto* table = static_cast<const grpo_sampler_api*>(library->factory(info.name, GRPO_SAMPLER_INTERFACE));
-  const bool ok = table && table->struct_size >= GRPO_STRUCT_SIZE(grpo_sampler_api, destroy) && table->create &&
-                  table->generate && table->load_weights && table->destroy;
-  out.push_back({info.name + ": sampler table (create, generate, load_weights, destroy)", ok,
-                 ok ? "generation itself needs a model: run a short training against it"
-                    : "the table is missing or lacks a required function"});
+// "" when nothing was printed; else what and how much, quoted printable.
+std::string printed_on(int fd) {
+  if (fd < 0) return "";
+  const off_t n = ::lseek(fd, 0, SEEK_CUR);
+  if (n <= 0) return "";
+  char head[80];
+  const ssize_t got = ::pread(fd, head, std::min<off_t>(n, sizeof head), 0);
+  std::string quoted;
+  for (ssize_t i = 0; i < got; ++i) {
+    const unsigned char c = static_cast<unsigned char>(head[i]);
+    if (c == '\\' || c == '"') quoted += fmt::format("\\{}", static_cast<char>(c));
+    else if (std::isprint(c)) quoted += static_cast<char>(c);
+    else quoted += fmt::format("\\x{:02x}", c);
+  }
+  return fmt::format("it wrote {}{} bytes to stdout (\"{}{}\"): stdout is the host's output; log with host.info() or "
+                     "host.warn()",
+                     n >= kStdoutKeepBytes ? "at least " : "", n, quoted, n > got ? "..." : "");
 }
 
-// A multi-turn handler: created with its defaults, its tool schemas valid,
-// then one conversation per edge completion: begin, step, reward, end.
-void check_multiturn(const std::shared_ptr<PluginLibrary>& library, const PluginInfo& info,
-                     const nlohmann::json& args, std::vector<CheckResult>& out) {
-  const std::string who = info.name + ": ";
-  std::unique_ptr<MultiturnHandler> h;
-  try {
-    const nlohmann::json options = resolve_plugin_options(info, nlohmann::json::object(), args);
-    h = MultiturnHandler::create(ResolvedPlugin{library, info}, options, nullptr, "{}", {}, /*timeout_s=*/30);
-    out.push_back({who + "create with its defaults", true, ""});
-  } catch (const std::exception& e) {
-    out.push_back({who + "create with its defaults", false, e.what()});
-    return;
+struct StepReply {
+  std::vector<CheckResult> results;
+  std::vector<PluginInfo> plugins;
+};
+
+StepReply parse_reply(const std::string& body) {
+  const nlohmann::json j = nlohmann::json::parse(body);
+  StepReply r;
+  for (const auto& x : j.at("results"))
+    r.results.push_back({x.at("name").get<std::string>(), x.at("passed").get<bool>(), x.at("detail").get<std::string>()});
+  for (const auto& x : j.at("plugins")) {
+    auto text = [&](const char* key) { return x.at(key).get<std::string>(); };
+    r.plugins.push_back({text("name"), text("interface_id"), text("version"), text("description"),
+                         text("options_json"), text("file"), text("sdk_version")});
   }
-  if (!h->tools_json().empty()) {
-    const nlohmann::json tools = nlohmann::json::parse(h->tools_json(), nullptr, false);
-    bool ok = tools.is_array();
-    for (const auto& t : tools) ok = ok && t.is_object();
-    out.push_back({who + "tool schemas (a JSON array of objects)", ok, ok ? "" : h->tools_json().substr(0, 200)});
-  }
-  const long failed = h->failures();
-  const std::vector<RewardInput> edges = edge_inputs();
-  for (size_t i = 0; i < edges.size(); ++i) {
-    Prompt prompt;
-    prompt.messages_json = edges[i].prompt_messages_json;
-    prompt.columns = edges[i].columns;
-    bool begin_failed = false;
-    grpo_conversation* conv = h->begin(i, prompt, 0, 0, {}, &begin_failed);
-    TurnView turn;
-    turn.conversation_json = R"([{"role": "user", "content": "What is 6 * 7?"}, {"role": "assistant", "content": ""}])";
-    turn.completion = edges[i].completion;
-    turn.ids = &edges[i].completion_ids;
-    turn.columns = prompt.columns.get();
-    if (!begin_failed) {
-      h->step(conv, turn);
-      h->reward(conv, turn);  // NaN unless it has one; a failure is counted
+  return r;
+}
+
+// Runs one step in a grpo-plugin-worker of its own (the isolated reward's
+// worker, started for a check instead of a reward), within the timeout. What
+// befalls the process (a signal, an exit, the timeout, a reply that is not
+// its own, output on stdout) fails the step's check, named.
+StepReply run_step(const std::string& path, const std::string& plugin, const std::string& step,
+                   const nlohmann::json& args, const CheckOptions& options) {
+  const std::string name = step_check_name(plugin, step);
+  const std::string exe = plugin_worker_path(options.worker_exe);
+  const int out_fd = stdout_file();
+  WorkerProcess process;
+  StepReply reply;
+  std::string why;
+  if (const int rc = process.start(exe, -1, out_fd); rc != 0) {
+    why = fmt::format("cannot start the plugin worker {}: {} (it is installed beside grpo-host; set "
+                      "GRPO_PLUGIN_WORKER to its path)",
+                      exe, std::strerror(rc));
+  } else {
+    const uint64_t token = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+    Wire to(process.to_child()), from(process.from_child());
+    to.put_u64(kCheckWorkerMagic);
+    to.put_u64(token);
+    to.put(path);
+    to.put(plugin);
+    to.put(step);
+    to.put(args.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    const int64_t deadline = now_ms() + static_cast<int64_t>(options.timeout_s * 1000);
+    try {
+      to.flush();
+      if (from.get_u64(deadline) != token)
+        throw std::runtime_error("not its reply (did the plugin write on the worker's pipe?)");
+      reply = parse_reply(from.get_string(deadline, kReplyMaxBytes));
+    } catch (const std::exception& e) {
+      const std::string what = e.what();
+      reply = {};
+      if (what == "end of stream") {
+        why = process.reap(kExitGraceMs) + " during this check";
+      } else {
+        process.kill_group();  // alive, and of no further use
+        process.reap(0);
+        why = what == "timeout" ? fmt::format("did not finish within {} s (--check_timeout); its worker process was "
+                                              "killed",
+                                              options.timeout_s)
+                                : "its worker process sent a reply that is no answer to this check: " + what;
+      }
     }
-    h->end(conv);
   }
-  const bool ok = h->failures() == failed;
-  out.push_back({who + "conversations on empty, 100 kB, invalid UTF-8, CJK and deeply nested turns", ok,
-                 ok ? "" : "a call failed (the error is above)"});
-  h.reset();
-  out.push_back({who + "destroy", true, ""});
+  process.stop();
+  const std::string printed = printed_on(out_fd);
+  if (out_fd >= 0) ::close(out_fd);
+  if (!why.empty()) {
+    reply.results = {{name, false, printed.empty() ? why : why + "; " + printed}};
+  } else if (!printed.empty()) {
+    if (reply.results.empty()) reply.results.push_back({name, false, ""});
+    for (CheckResult& r : reply.results) {
+      r.passed = false;
+      r.detail = r.detail.empty() ? printed : r.detail + "; " + printed;
+    }
+  }
+  return reply;
 }
 
 }  // namespace
@@ -224,16 +204,18 @@ std::vector<std::string> exported_symbols(const std::string& path) {
   return names;
 }
 
-std::vector<CheckResult> check_plugin_library(const std::string& path, const nlohmann::json& plugin_args) {
+std::vector<CheckResult> check_plugin_library(const std::string& path, const nlohmann::json& plugin_args,
+                                              const CheckOptions& options) {
+  ::signal(SIGPIPE, SIG_IGN);  // a check's process that died is a failed write, not the checker's death
   std::vector<CheckResult> out;
-  std::shared_ptr<PluginLibrary> library;
-  try {
-    library = PluginLibrary::load(path);
-    out.push_back({"loads (ELF, grpo_plugin_entry, SDK major, init)", true, ""});
-  } catch (const std::exception& e) {
-    out.push_back({"loads (ELF, grpo_plugin_entry, SDK major, init)", false, e.what()});
-    return out;
-  }
+  auto run = [&](const std::string& plugin, const std::string& step, const nlohmann::json& args) {
+    StepReply r = run_step(path, plugin, step, args, options);
+    const bool ok = std::all_of(r.results.begin(), r.results.end(), [](const CheckResult& c) { return c.passed; });
+    out.insert(out.end(), r.results.begin(), r.results.end());
+    return std::make_pair(ok, std::move(r.plugins));
+  };
+  auto [loaded, plugins] = run("", "load", nlohmann::json());
+  if (!loaded) return out;
   try {
     const std::vector<std::string> symbols = exported_symbols(path);
     const bool only_entry = symbols.size() == 1 && symbols[0] == "grpo_plugin_entry";
@@ -244,7 +226,6 @@ std::vector<CheckResult> check_plugin_library(const std::string& path, const nlo
   } catch (const std::exception& e) {
     out.push_back({"exports only grpo_plugin_entry", false, e.what()});
   }
-  const std::vector<PluginInfo>& plugins = library->plugins();
   out.push_back({"lists at least one plugin", !plugins.empty(), plugins.empty() ? "plugin_count() is 0" : ""});
   for (const PluginInfo& info : plugins) {
     const std::string who = info.name + ": ";
@@ -255,9 +236,15 @@ std::vector<CheckResult> check_plugin_library(const std::string& path, const nlo
     out.push_back({who + "options schema", problem.empty(), problem});
     const nlohmann::json args = plugin_args.is_object() && plugin_args.contains(info.name) ? plugin_args[info.name]
                                                                                           : nlohmann::json();
-    if (info.interface_id == GRPO_REWARD_INTERFACE) check_reward(library, info, args, out);
-    else if (info.interface_id == GRPO_SAMPLER_INTERFACE) check_sampler(library, info, out);
-    else if (info.interface_id == GRPO_MULTITURN_INTERFACE) check_multiturn(library, info, args, out);
+    std::vector<std::string> steps;
+    if (info.interface_id == GRPO_REWARD_INTERFACE)
+      steps = {"score 0", "score 1", "score 64", "edges", "concurrent", "destroy"};
+    else if (info.interface_id == GRPO_MULTITURN_INTERFACE)
+      steps = {"tools", "conversations", "destroy"};
+    if (info.interface_id == GRPO_SAMPLER_INTERFACE) run(info.name, "sampler table", args);
+    // The other checks need an instance: they are left out when it cannot be created.
+    if (steps.empty() || !run(info.name, "create", args).first) continue;
+    for (const std::string& step : steps) run(info.name, step, args);
   }
   return out;
 }

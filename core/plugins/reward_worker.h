@@ -18,6 +18,8 @@
 #include "plugins/plugin_library.h"
 #include "plugins/reward_input.h"
 #include "plugins/shared_batch.h"
+#include "plugins/wire.h"
+#include "plugins/worker_process.h"
 #include "tokenizer/chat_template.h"
 
 namespace grpo::plugins {
@@ -44,36 +46,6 @@ struct WireReply {
   std::vector<std::pair<std::string, double>> metrics;
 };
 
-// Byte streams for the protocol: length-prefixed strings, little-endian numbers.
-class Wire {
- public:
-  explicit Wire(int fd) : fd_(fd) {}
-  void put(const std::string& s);
-  void put_u64(uint64_t v);
-  void put_i64(int64_t v) { put_u64(static_cast<uint64_t>(v)); }
-  void put_f64(double v);
-  void flush();  // throws std::runtime_error when the other side is gone
-  std::string take();  // what was put and not flushed; the buffer is then empty
-  bool buffered() const { return in_pos_ < in_.size(); }  // bytes read ahead and not yet consumed
-  // Checked while a read waits: true ends it with std::runtime_error("interrupted").
-  void interrupt_when(std::function<bool()> fn) { interrupt_ = std::move(fn); }
-  // Reads block until `deadline_ms` (< 0: forever); throws std::runtime_error
-  // on end of stream, with "timeout" when the deadline passed. A string
-  // longer than `max_bytes` is an error before anything is allocated.
-  std::string get_string(int64_t deadline_ms = -1, uint64_t max_bytes = UINT64_MAX);
-  uint64_t get_u64(int64_t deadline_ms = -1);
-  int64_t get_i64(int64_t deadline_ms = -1) { return static_cast<int64_t>(get_u64(deadline_ms)); }
-  double get_f64(int64_t deadline_ms = -1);
-
- private:
-  void read_exact(void* out, size_t n, int64_t deadline_ms);
-  int fd_;
-  std::function<bool()> interrupt_;
-  std::string out_;
-  std::string in_;  // read ahead; in_[in_pos_..] not yet consumed
-  size_t in_pos_ = 0;
-};
-
 class RewardWorker {
  public:
   // Starts the child and creates the plugin's instance there; throws
@@ -92,27 +64,21 @@ class RewardWorker {
 
  private:
   void start();  // spawn + init; throws PluginError when create() fails
-  void stop();   // kills the child, if any
-  // Reaps the child, killing it (and its process group) unless it exits
-  // within `grace_ms` of its own; says why it is gone.
-  std::string reap(int64_t grace_ms);
-  void kill_group();
   class SharedCore;
   PluginInfo info_;
   std::string options_json_, run_config_json_, tokenizer_dir_;
   tok::ChatFamily family_;
   Isolation isolation_;
   SharedMemory batch_;  // kept across restarts; each child maps it
-  pid_t pid_ = -1;
+  WorkerProcess process_;
   // Every reply names the worker's token (random, sent when it starts) and
   // the batch's number: a reply a plugin wrote on the pipe itself, or one
   // meant for an earlier batch, is told apart and fails its batch.
   uint64_t token_ = 0, sequence_ = 0;
-  int to_child_ = -1, from_child_ = -1;
 };
 
-// grpo-plugin-worker: serves one reward plugin until the host closes in_fd;
-// batches arrive in the shared memory at shm_fd.
-int run_reward_worker(int in_fd, int out_fd, int shm_fd);
+// grpo-plugin-worker, once it has read kRewardWorkerMagic: serves one reward
+// plugin until the host closes `in`; batches arrive in the shared memory at shm_fd.
+int serve_reward_plugin(Wire& in, Wire& out, int shm_fd);
 
 }  // namespace grpo::plugins

@@ -9,6 +9,7 @@
 #include "tokenizer/byte_level.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_impl.h"
+#include "util/dangling_link.h"
 #include "util/json_input.h"
 
 namespace grpo::tok {
@@ -333,6 +334,9 @@ Tokenizer Tokenizer::from_dir(const std::string& model_dir) {
   const fs::path dir(model_dir);
   const fs::path tokenizer_path = dir / "tokenizer.json";
   std::error_code ec;
+  for (const char* name : {"tokenizer.json", "tokenizer_config.json", "chat_template.jinja"})
+    if (const std::string dangling = util::dangling_link_problem(dir / name); !dangling.empty())
+      throw TokenizerError(dangling);
   if (!fs::is_regular_file(tokenizer_path, ec)) {
     throw TokenizerError("no tokenizer.json in '" + model_dir + "' (grpo reads Hugging Face fast-tokenizer files)");
   }

@@ -78,6 +78,7 @@ TEST(PluginsCheck, PrintsPassOrFailPerCheckAndExitsWithTheVerdict) {
   EXPECT_EQ(good.exit_code, 0) << good.output;
   EXPECT_NE(good.output.find("PASS  format: score 64 completion(s)"), std::string::npos) << good.output;
   EXPECT_NE(good.output.find("12 of 12 checks passed: the plugin conforms"), std::string::npos) << good.output;
+  EXPECT_NE(good.output.find("PASS  format: destroy"), std::string::npos) << good.output;
   CommandResult bad = run_host(std::string("plugins --check ") + FIXTURE_WRONG_COUNT);
   EXPECT_EQ(bad.exit_code, 1) << bad.output;
   EXPECT_NE(bad.output.find("FAIL  fixture_wrong_count: score 1 completion(s)"), std::string::npos) << bad.output;
@@ -88,4 +89,33 @@ TEST(PluginsCheck, PrintsPassOrFailPerCheckAndExitsWithTheVerdict) {
   CommandResult given = run_host(std::string("plugins --check ") + PLUGIN_DIR +
                                  "/libgrpo_soft_overlong.so --plugin_args '{\"soft_overlong\": {\"soft_cache_length\": 8}}'");
   EXPECT_EQ(given.exit_code, 0) << given.output;
+}
+
+// The checker outlives the plugin it checks: each check that calls into the
+// plugin runs in a process of its own. Before, a segfault in score() killed
+// `plugins --check` (exit status 139) with no FAIL line and no later checks.
+TEST(PluginsCheck, APluginThatCrashesAbortsExitsOrHangsFailsItsChecksAndTheRestRun) {
+  struct Case {
+    const char* file;
+    std::string plugin, what;
+  };
+  const std::vector<Case> cases = {
+      {FIXTURE_CRASHES, "fixture_crashes", "signal 11 (Segmentation fault)"},
+      {FIXTURE_ABORTS, "fixture_aborts", "signal 6 (Aborted)"},
+      {FIXTURE_EXITS, "fixture_exits", "exited with status 3"},
+      {FIXTURE_HANGS, "fixture_hangs", "did not finish within 2 s (--check_timeout)"},
+  };
+  for (const Case& c : cases) {
+    CommandResult r = run_host(std::string("plugins --check ") + c.file + " --check_timeout 2");
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    const size_t line = r.output.find("FAIL  " + c.plugin + ": score 1 completion(s): ");
+    ASSERT_NE(line, std::string::npos) << r.output;
+    EXPECT_NE(r.output.substr(line, r.output.find('\n', line) - line).find(c.what), std::string::npos) << r.output;
+    for (const char* passes : {"create with its defaults", "score 0 completion(s)", "destroy"})
+      EXPECT_NE(r.output.find("PASS  " + c.plugin + ": " + passes), std::string::npos) << passes << "\n" << r.output;
+    EXPECT_NE(r.output.find("8 of 12 checks passed, 4 failed"), std::string::npos) << r.output;
+  }
+  CommandResult bad = run_host(std::string("plugins --check ") + FIXTURE_OK + " --check_timeout 0");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--check_timeout"), std::string::npos) << bad.output;
 }
