@@ -46,6 +46,11 @@ Serves a model over HTTP with the rollout protocol of `trl vllm-serve` and `swif
   --max_prompt_tokens N    longest prompt (default: the model's max_position_embeddings); longer ones get 422
   --max_n N                most completions per prompt in one call (default 256); more get 422. Completions
                            never grow past the model's max_position_embeddings, whatever max_tokens asks
+  --max_sequences_per_call N
+                           most sequences (prompts × n) in one call (default 4096); larger calls get 422
+  --max_sequences_in_flight N
+                           most sequences the engine works on at once over every call (default 4096, and
+                           never below --max_sequences_per_call); later calls wait their turn
   --max_connections N      connections open at once (default 256); more are answered 503 and closed
   --max_connections_per_client N
                            connections open at once from one address (default 128)
@@ -66,7 +71,8 @@ Flags parse_flags(int argc, char** argv) {
                                  "device", "torch_dtype", "num_threads", "comm_timeout_s", "batch_wait_ms",
                                  "model_revision",
                                  "use_hf", "api_key_file", "max_n", "max_connections",
-                                 "max_connections_per_client", "client_timeout_s"};
+                                 "max_connections_per_client", "client_timeout_s", "max_sequences_per_call",
+                                 "max_sequences_in_flight"};
   Flags flags;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -143,6 +149,14 @@ grpo::rollout::ServerOptions server_options(const Flags& flags) {
   o.max_body_bytes = static_cast<size_t>(int_flag(flags, "max_body_bytes", static_cast<int64_t>(o.max_body_bytes), 1));
   o.max_prompt_tokens = int_flag(flags, "max_prompt_tokens", 0, 1);
   o.max_n = int_flag(flags, "max_n", o.max_n, 1);
+  o.max_sequences_per_call = int_flag(flags, "max_sequences_per_call", o.max_sequences_per_call, 1);
+  o.max_sequences_in_flight = int_flag(flags, "max_sequences_in_flight",
+                                       std::max(o.max_sequences_in_flight, o.max_sequences_per_call), 1);
+  if (o.max_sequences_in_flight < o.max_sequences_per_call)
+    throw std::invalid_argument(fmt::format(
+        "--max_sequences_in_flight {} is below --max_sequences_per_call {}: a call that large could never run; "
+        "raise the first or lower the second",
+        o.max_sequences_in_flight, o.max_sequences_per_call));
   o.device = grpo::model::parse_device(get("device", "auto"), "--device");
   o.dtype = grpo::model::weight_dtype_from_name(get("torch_dtype", o.device.is_cuda() ? "bfloat16" : "float32"),
                                                 "--torch_dtype");

@@ -74,9 +74,14 @@ std::vector<Completion> Engine::generate(const std::vector<GenerateRequest>& req
     const int64_t own = requests[c.request].max_new_tokens;
     return own >= 0 ? std::min(own, params.max_new_tokens) : params.max_new_tokens;
   };
+  auto cancelled = [&](size_t request) {
+    const std::atomic<bool>* flag = requests[request].cancelled;
+    return flag && flag->load(std::memory_order_relaxed);
+  };
   int64_t max_steps = 0;
   for (const auto& c : out) max_steps = std::max(max_steps, budget(c));
-  if (out.empty() || max_steps <= 0) {
+  const bool all_cancelled = std::all_of(out.begin(), out.end(), [&](const Completion& c) { return cancelled(c.request); });
+  if (out.empty() || max_steps <= 0 || all_cancelled) {
     kept_.clear();
     return out;
   }
@@ -152,6 +157,7 @@ std::vector<Completion> Engine::generate(const std::vector<GenerateRequest>& req
       if (!stopped && !params.stop_strings.empty())
         stopped = hits_stop_string(*tokenizer_, c.ids, params.stop_strings, stop_window);
       if (stopped) c.finish = FinishReason::Stop;
+      else if (cancelled(c.request)) continue;  // leaves the batch, kept for no next call
       else if (static_cast<int64_t>(c.ids.size()) < budget(c)) keep.push_back(static_cast<int64_t>(b));
       else stopped = true;
       if (stopped && reuse.keep) keep_for_next_call(cache, static_cast<int64_t>(b), requests[c.request].prompt_ids, c.ids);

@@ -3,6 +3,7 @@
 // once, so no compute goes to padding.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -23,6 +24,10 @@ struct GenerateRequest {
   uint64_t seed = 0;             // copy i samples with sequence_seed(seed, i)
   std::vector<int32_t> stop_ids; // e.g. eos; the stop id is kept as the last id
   int64_t max_new_tokens = -1;   // this request's budget when below params.max_new_tokens; -1: params'
+  // When set (a server's client went away, the server stops), this request's
+  // rows leave the batch before the next decode step, as finished rows do,
+  // so the rest of the batch goes on and nothing more is spent on them.
+  const std::atomic<bool>* cancelled = nullptr;
 };
 
 enum class FinishReason { Stop, Length };

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -21,6 +22,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 thread_local bool t_timed_out = false;
+thread_local socket_t t_socket = INVALID_SOCKET;  // the connection this thread serves
 
 // The numeric address of either end of a socket ("" when unknown).
 std::string address_of(socket_t sock, bool peer, int* port) {
@@ -162,6 +164,18 @@ GuardedHttpServer::GuardedHttpServer(ConnectionLimits limits) : limits_(limits) 
 
 bool GuardedHttpServer::request_timed_out() { return t_timed_out; }
 
+bool GuardedHttpServer::client_connected() {
+  if (t_socket == INVALID_SOCKET) return true;
+  pollfd p{t_socket, POLLIN, 0};
+  if (::poll(&p, 1, 0) <= 0) return true;  // nothing to read: the client waits for its answer
+  if (p.revents & (POLLERR | POLLNVAL)) return false;
+  // Readable: either the end of the stream (the client closed; recv says 0)
+  // or the next request of a client that pipelines (still there).
+  char byte;
+  const ssize_t n = ::recv(t_socket, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR));
+}
+
 std::string GuardedHttpServer::admit(socket_t sock, const std::string& client) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (static_cast<int>(open_.size()) >= limits_.max_connections)
@@ -177,15 +191,31 @@ std::string GuardedHttpServer::admit(socket_t sock, const std::string& client) {
   return "";
 }
 
+void GuardedHttpServer::set_busy(socket_t sock, bool busy) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (busy) busy_.insert(sock);
+  else busy_.erase(sock);
+}
+
 void GuardedHttpServer::release(socket_t sock, const std::string& client) {
   std::lock_guard<std::mutex> lock(mutex_);
   open_.erase(sock);
+  busy_.erase(sock);
   if (--per_client_[client] <= 0) per_client_.erase(client);
 }
 
-void GuardedHttpServer::close_connections() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (socket_t sock : open_) ::shutdown(sock, SHUT_RDWR);
+void GuardedHttpServer::close_connections(std::chrono::milliseconds grace) {
+  const auto until = Clock::now() + grace;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      const bool late = Clock::now() >= until;
+      for (socket_t sock : open_)
+        if (late || !busy_.count(sock)) ::shutdown(sock, SHUT_RDWR);
+      if (late || busy_.empty()) return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 // httplib's own loop over one connection's requests, with the deadline
@@ -199,16 +229,20 @@ bool GuardedHttpServer::process_and_close_socket(socket_t sock) {
     return false;
   }
   bool ok = true;
+  t_socket = sock;
   {
     DeadlineStream stream(sock, limits_.request_time);
     const auto idle = std::chrono::seconds(keep_alive_timeout_sec_);
     for (size_t left = keep_alive_max_count_; left > 0 && is_running(); --left) {
       if (!stream.next_request(idle)) break;
+      set_busy(sock, true);
       bool closed = false;
-      ok = process_request(stream, /*close_connection=*/left == 1 || !is_running(), closed, nullptr);
+      ok = process_request(stream, /*close_connection=*/left == 1 || !is_running(), closed, setup_);
+      set_busy(sock, false);
       if (!ok || closed || t_timed_out) break;  // a client that ran out of time gets no second request
     }
   }
+  t_socket = INVALID_SOCKET;
   release(sock, client);  // before close: close_connections must never shut down a reused descriptor
   ::shutdown(sock, SHUT_RDWR);
   ::close(sock);

@@ -8,6 +8,7 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -25,13 +26,24 @@ class GuardedHttpServer : public httplib::Server {
  public:
   explicit GuardedHttpServer(ConnectionLimits limits);
 
-  // Shuts every open connection down, so that stopping does not wait for
-  // idle keep-alive connections or slow clients.
-  void close_connections();
+  // Shuts open connections down, so that stopping does not wait for idle
+  // keep-alive connections or slow clients: idle ones at once, those in the
+  // middle of a request once it is answered or `grace` has passed (so calls
+  // cancelled by the stop can still say so).
+  void close_connections(std::chrono::milliseconds grace = std::chrono::milliseconds(0));
 
   // True when the current thread's request failed because its client ran
   // out of request_time; the error handler answers 408 then instead of 400.
   static bool request_timed_out();
+
+  // False once the client of the request the current thread handles has
+  // closed its connection (or it failed): its answer has nowhere to go.
+  static bool client_connected();
+
+  // Runs on every request once its headers are in, before routing and before
+  // httplib reads the body (httplib's own hook, which no public setter reaches
+  // in this version).
+  void set_request_setup(std::function<void(httplib::Request&)> setup) { setup_ = std::move(setup); }
 
   const ConnectionLimits& limits() const { return limits_; }
 
@@ -40,11 +52,14 @@ class GuardedHttpServer : public httplib::Server {
   // Counts the connection in, or says why it is refused ("" when admitted).
   std::string admit(socket_t sock, const std::string& client);
   void release(socket_t sock, const std::string& client);
+  void set_busy(socket_t sock, bool busy);
 
   ConnectionLimits limits_;
   std::mutex mutex_;
   std::set<socket_t> open_;
+  std::set<socket_t> busy_;  // in the middle of a request
   std::map<std::string, int> per_client_;
+  std::function<void(httplib::Request&)> setup_;
 };
 
 }  // namespace grpo::rollout

@@ -59,6 +59,10 @@ GenerationJob parse_generate(const json& body, const PromptContext& ctx, SeedSou
   refuse_unsupported(body, "images", "images are not supported: this server runs text-only models");
   refuse_unsupported(body, "structured_outputs_regex", "structured outputs are not supported");
   refuse_unsupported(body, "guided_decoding_regex", "guided decoding is not supported");
+  SamplingFields fields;
+  read_sampling_fields(body, "", /*extended=*/false, fields);
+  merge_generation_kwargs(body, fields);
+  check_call_size(fields, prompts.size(), "prompts", ctx);  // before encoding thousands of prompts
   std::vector<std::vector<int32_t>> ids;
   std::vector<std::string> paths;
   for (size_t i = 0; i < prompts.size(); ++i) {
@@ -74,9 +78,6 @@ GenerationJob parse_generate(const json& body, const PromptContext& ctx, SeedSou
     }
     paths.push_back(path);
   }
-  SamplingFields fields;
-  read_sampling_fields(body, "", /*extended=*/false, fields);
-  merge_generation_kwargs(body, fields);
   return make_job(fields, std::move(ids), paths, ctx, seeds);
 }
 
@@ -90,15 +91,16 @@ GenerationJob parse_chat(const json& body, const PromptContext& ctx, SeedSource&
     if (auto v = read_bool(*it, "enable_thinking", "chat_template_kwargs")) options.enable_thinking = *v;
     if (auto v = read_bool(*it, "add_generation_prompt", "chat_template_kwargs")) options.add_generation_prompt = *v;
   }
+  SamplingFields fields;
+  read_sampling_fields(body, "", /*extended=*/false, fields);
+  merge_generation_kwargs(body, fields);
+  check_call_size(fields, conversations.size(), "messages", ctx);
   std::vector<std::vector<int32_t>> ids;
   std::vector<std::string> paths;
   for (size_t i = 0; i < conversations.size(); ++i) {
     paths.push_back(fmt::format("messages[{}]", i));
     ids.push_back(encode_conversation(conversations[i], paths.back(), ctx, options));
   }
-  SamplingFields fields;
-  read_sampling_fields(body, "", /*extended=*/false, fields);
-  merge_generation_kwargs(body, fields);
   return make_job(fields, std::move(ids), paths, ctx, seeds);
 }
 
@@ -144,6 +146,8 @@ SamplingFields read_request_config(const json& body) {
 GenerationJob parse_infer(const json& body, const PromptContext& ctx, SeedSource& seeds) {
   require_object(body, "body");
   const json& requests = require_list(body, "infer_requests", "a list of {messages} objects");
+  const SamplingFields fields = read_request_config(body);
+  check_call_size(fields, requests.size(), "infer_requests", ctx);
   std::vector<std::vector<int32_t>> ids;
   std::vector<std::string> paths;
   for (size_t i = 0; i < requests.size(); ++i) {
@@ -159,7 +163,7 @@ GenerationJob parse_infer(const json& body, const PromptContext& ctx, SeedSource
     paths.push_back(path + ".messages");
     ids.push_back(encode_conversation(*messages, paths.back(), ctx, tok::ChatOptions{}));
   }
-  return make_job(read_request_config(body), std::move(ids), paths, ctx, seeds);
+  return make_job(fields, std::move(ids), paths, ctx, seeds);
 }
 
 }  // namespace grpo::rollout

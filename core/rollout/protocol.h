@@ -44,6 +44,7 @@ struct PromptContext {
   int64_t max_prompt_tokens = 0;
   int64_t max_position_embeddings = 0;
   int64_t max_n = 256;  // completions per prompt (--max_n): a bound on what one call may allocate
+  int64_t max_sequences_per_call = 4096;  // prompts × n (--max_sequences_per_call)
 };
 
 // One HTTP call as the engine runs it: all its prompts share the sampling

@@ -114,12 +114,23 @@ void read_sampling_fields(const json& obj, const std::string& parent, bool exten
                          "min_p, max_tokens, logprobs, seed, stop_token_ids, stop, ignore_eos");
 }
 
-GenerationJob make_job(const SamplingFields& f, std::vector<std::vector<int32_t>> prompts,
-                       const std::vector<std::string>& prompt_paths, const PromptContext& ctx, SeedSource& seeds) {
+void check_call_size(const SamplingFields& f, size_t prompts, const std::string& list_field,
+                     const PromptContext& ctx) {
   if (f.n < 1) throw RequestError("n", fmt::format("must be >= 1, got {}", f.n));
   if (f.n > ctx.max_n)
     throw RequestError("n", fmt::format("{} completions per prompt, over the server's limit of {} (--max_n)", f.n,
                                         ctx.max_n));
+  const auto count = static_cast<int64_t>(prompts);
+  if (count <= ctx.max_sequences_per_call / f.n) return;  // count × n within the limit, without overflow
+  const std::string total = count <= std::numeric_limits<int64_t>::max() / f.n ? fmt::format(" = {} sequences", count * f.n) : "";
+  const int64_t fit = ctx.max_sequences_per_call / f.n;
+  throw RequestError(list_field, fmt::format("{} prompts × n {}{}, over the server's limit of {} sequences per call "
+                                             "(--max_sequences_per_call); send at most {} prompts per call with this n",
+                                             count, f.n, total, ctx.max_sequences_per_call, fit));
+}
+
+GenerationJob make_job(const SamplingFields& f, std::vector<std::vector<int32_t>> prompts,
+                       const std::vector<std::string>& prompt_paths, const PromptContext& ctx, SeedSource& seeds) {
   if (!(f.repetition_penalty > 0)) throw RequestError("repetition_penalty", "must be > 0");
   if (!(f.temperature >= 0)) throw RequestError("temperature", "must be >= 0 (0 = greedy)");
   if (!(f.top_p > 0 && f.top_p <= 1)) throw RequestError("top_p", "must be in (0, 1]");

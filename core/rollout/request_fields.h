@@ -49,7 +49,13 @@ struct SamplingFields {
 // ignore_eos), and any other key is an error.
 void read_sampling_fields(const nlohmann::json& obj, const std::string& parent, bool extended, SamplingFields& out);
 
-// Checks ranges and builds the job from encoded prompts (one per entry).
+// n against --max_n, then prompts × n against --max_sequences_per_call,
+// before any prompt is encoded: `list_field` names the list of prompts.
+void check_call_size(const SamplingFields& fields, size_t prompts, const std::string& list_field,
+                     const PromptContext& ctx);
+
+// Checks ranges and builds the job from encoded prompts (one per entry);
+// check_call_size has checked n and the prompts' count.
 // `prompt_paths` name each prompt's field for errors.
 GenerationJob make_job(const SamplingFields& fields, std::vector<std::vector<int32_t>> prompts,
                        const std::vector<std::string>& prompt_paths, const PromptContext& ctx, SeedSource& seeds);

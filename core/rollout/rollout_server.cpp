@@ -58,10 +58,12 @@ RolloutServer::RolloutServer(ServerOptions options) : options_(std::move(options
   prompt_context_.vocab_size = config.vocab_size;
   prompt_context_.max_position_embeddings = config.max_position_embeddings;
   prompt_context_.max_n = options_.max_n;
+  prompt_context_.max_sequences_per_call = options_.max_sequences_per_call;
   prompt_context_.max_prompt_tokens =
       options_.max_prompt_tokens > 0 ? options_.max_prompt_tokens : config.max_position_embeddings;
 
-  queue_ = std::make_unique<BatchQueue>(*engine_, options_.batch_wait, options_.num_threads);
+  queue_ = std::make_unique<BatchQueue>(*engine_, options_.batch_wait, options_.num_threads,
+                                        options_.max_sequences_in_flight);
   receiver_ = std::make_unique<WeightReceiver>(
       [this](const std::vector<TensorSpec>& specs, const std::vector<at::Tensor>& tensors) {
         apply_weights(specs, tensors);
@@ -70,6 +72,21 @@ RolloutServer::RolloutServer(ServerOptions options) : options_(std::move(options
 
   http_ = std::make_unique<GuardedHttpServer>(options_.connections);
   http_->set_payload_max_length(options_.max_body_bytes);
+  // Bodies are JSON whatever their Content-Type: curl's -d sends
+  // application/x-www-form-urlencoded, which httplib would otherwise parse as
+  // a form and refuse past 8 KiB with a 413, and a multipart body would be
+  // taken apart into files, leaving no body to read.
+  // A request with neither a length nor chunks has no body (RFC 9112, 6.3),
+  // as `curl -X POST` sends it; httplib would read one until the client
+  // closes, past --max_body_bytes, and answer 408 when the client waits instead.
+  http_->set_request_setup([](httplib::Request& req) {
+    if (req.has_header("Content-Type")) {
+      req.headers.erase("Content-Type");
+      req.headers.emplace("Content-Type", "application/json");
+    }
+    if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding"))
+      req.headers.emplace("Content-Length", "0");
+  });
   const std::string api_key = options_.api_key;
   // Runs once the headers are in, before any body is read.
   http_->set_pre_routing_handler([api_key](const httplib::Request& req, httplib::Response& res) {
@@ -99,7 +116,9 @@ RolloutServer::RolloutServer(ServerOptions options) : options_(std::move(options
                               client_timeout_s));
       res.set_header("Connection", "close");
     } else if (res.status == 413)
-      reply_error(res, 413, fmt::format("request body over {} bytes; the server's limit is --max_body_bytes", max_body),
+      reply_error(res, 413,
+                  fmt::format("request body of {} bytes, over the server's limit of {} bytes (--max_body_bytes)",
+                              req.get_header_value("Content-Length"), max_body),
                   "body");
     else if (res.status == 404)
       reply_error(res, 404, fmt::format("no endpoint {} {} (paths end with a slash, e.g. /generate/)", req.method,
@@ -140,6 +159,11 @@ void run_handler(const std::function<json(const json&)>& handler, const httplib:
     json body = json::object();
     if (has_body && !req.body.empty()) body = util::parse_json(req.body, "the request body");
     reply(res, 200, handler(body));
+  } catch (const CallCancelled& e) {
+    // 503 tells a retrying client (TRL's retries 503) that another try may
+    // succeed; a client that went away reads nothing.
+    reply_error(res, 503, e.what());
+    if (e.shutting_down()) res.set_header("Connection", "close");
   } catch (const util::JsonInputError& e) {
     reply_error(res, 422, e.what(), "body");
   } catch (const RequestError& e) {
@@ -184,8 +208,14 @@ void RolloutServer::serve() {
 
 void RolloutServer::stop() {
   if (!http_) return;
+  // Calls in flight are cancelled (their sequences leave the engine at its
+  // next step) and answer 503 at once, rather than holding the stop until
+  // their batch is done.
+  queue_->shut_down();
   http_->stop();
-  http_->close_connections();  // idle keep-alive and slow clients would otherwise hold the workers' join
+  // Idle keep-alive and slow clients would otherwise hold the workers' join;
+  // connections whose call is being cancelled get a moment to send the 503.
+  http_->close_connections(std::chrono::seconds(2));
 }
 
 void RolloutServer::apply_weights(const std::vector<TensorSpec>& specs, const std::vector<at::Tensor>& tensors) {

@@ -35,6 +35,10 @@ struct ServerOptions {
   size_t max_body_bytes = size_t(64) << 20;
   int64_t max_prompt_tokens = 0;   // 0: the model's max_position_embeddings
   int64_t max_n = 256;             // most completions per prompt in one call
+  // prompts × n: the engine's work for a call, and what it holds in memory
+  // at once (see docs/rollout.md for the defaults' reasoning).
+  int64_t max_sequences_per_call = 4096;
+  int64_t max_sequences_in_flight = 4096;  // over every call at once; more wait their turn
   at::Device device = at::kCPU;
   at::ScalarType dtype = at::kFloat;
   int num_threads = 0;             // torch intra-op threads; 0: every core
@@ -63,6 +67,7 @@ class RolloutServer {
   void route_get(const std::string& path, Handler handler);
   void route_post(const std::string& path, Handler handler);
   void add_generation_routes();
+  std::vector<model::Completion> generate(const GenerationJob& job);
   void add_weight_routes();
   std::vector<TensorSpec> checked_specs(const nlohmann::json& items, bool list);
   void apply_weights(const std::vector<TensorSpec>& specs, const std::vector<at::Tensor>& tensors);

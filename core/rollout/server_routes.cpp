@@ -2,7 +2,11 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <spdlog/spdlog.h>
+
+#include <chrono>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "model/engine.h"
 #include "rollout/batch_queue.h"
@@ -22,15 +26,16 @@ void RolloutServer::add_generation_routes() {
                 {"requests", s.jobs},
                 {"engine_calls", s.engine_calls},
                 {"sequences", s.sequences},
+                {"cancelled", s.cancelled},
+                {"sequences_in_flight", s.sequences_in_flight},
+                {"calls_waiting", s.calls_waiting},
                 {"tensors_received", receiver_->tensors_received()},
                 {"communicator", receiver_->connected()}};
   });
   // One engine worker: the trainer is rank 1 of a group of 2.
   route_get("/get_world_size/", [](const json&) { return json{{"world_size", 1}}; });
 
-  auto run = [this](const GenerationJob& job) {
-    return job.requests.empty() ? std::vector<model::Completion>{} : queue_->run(job);
-  };
+  auto run = [this](const GenerationJob& job) { return generate(job); };
   route_post("/generate/", [this, run](const json& body) {
     GenerationJob job = parse_generate(body, prompt_context_, seeds_);
     return generate_response(job, run(job));
@@ -43,6 +48,35 @@ void RolloutServer::add_generation_routes() {
     GenerationJob job = parse_infer(body, prompt_context_, seeds_);
     return infer_response(job, run(job), *tokenizer_, model_name_);
   });
+}
+
+// A job through the queue, dropped when its client goes away. An engine
+// failure is answered with what the call asked for and what to change,
+// never with LibTorch's backtrace.
+std::vector<model::Completion> RolloutServer::generate(const GenerationJob& job) {
+  if (job.requests.empty()) return {};
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    return queue_->run(job, [] { return GuardedHttpServer::client_connected(); });
+  } catch (const CallCancelled& e) {
+    if (!e.shutting_down())
+      spdlog::info("dropped a call of {} prompt(s) × n {} after {:.1f} s: its client went away", job.requests.size(),
+                   job.requests[0].n,
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    throw;
+  } catch (const EngineFailure& e) {
+    const int64_t sequences = sequences_of(job);
+    const std::string batch =
+        e.batch_calls > 1 ? fmt::format(", in an engine batch of {} sequences from {} calls", e.batch_sequences,
+                                        e.batch_calls)
+                          : "";
+    throw std::runtime_error(fmt::format(
+        "generation failed for {} prompt(s) × n {} = {} sequences with max_tokens {}{}: {}. If memory ran out, send "
+        "fewer prompts per call or ask for a smaller n or max_tokens, or start the server with a lower "
+        "--max_sequences_in_flight (now {}) or --max_sequences_per_call (now {})",
+        job.requests.size(), job.requests[0].n, sequences, job.params.max_new_tokens, batch, e.what(),
+        options_.max_sequences_in_flight, options_.max_sequences_per_call));
+  }
 }
 
 // {name, dtype, shape} entries checked against the model before the trainer

@@ -30,6 +30,7 @@ class RolloutProcess {
   ~RolloutProcess();  // SIGTERM, if still running
 
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
   std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   HttpReply get(const std::string& path, const std::string& token = "") const;
   HttpReply post(const std::string& path, const nlohmann::json& body, const std::string& token = "") const;
