@@ -135,6 +135,10 @@ StepReply run_step(const std::string& path, const std::string& plugin, const std
   } else {
     const uint64_t token = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
     Wire to(process.to_child()), from(process.from_child());
+    from.interrupt_when([&process]() -> bool {  // as the reward worker's reader: a forked helper may hold the pipe
+      if (process.exited_and_drained()) throw std::runtime_error("end of stream");
+      return false;
+    });
     to.put_u64(kCheckWorkerMagic);
     to.put_u64(token);
     to.put(path);

@@ -117,7 +117,13 @@ WireReply RewardWorker::score(const std::vector<RewardView>& rows, const Trainer
   }
   SharedCore core(process_.pid());
   Wire out(process_.to_child()), in(process_.from_child());
-  if (isolation_.give_up) in.interrupt_when(isolation_.give_up);
+  // The worker's death is watched for, not only its pipe's end: a helper the
+  // plugin forked keeps the pipe open after the worker dies, and without
+  // --reward_timeout the host would wait for that helper forever.
+  in.interrupt_when([this] {
+    if (process_.exited_and_drained()) throw std::runtime_error("end of stream");
+    return isolation_.give_up && isolation_.give_up();
+  });
   const uint64_t sequence = ++sequence_;
   out.put_u64(sequence);
   out.put_u64(used);

@@ -1,6 +1,7 @@
 #include "plugins/worker_process.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -96,6 +97,15 @@ void WorkerProcess::kill_group() {
   if (pid_ <= 0) return;
   ::kill(-pid_, SIGKILL);  // with the helpers its plugin started
   ::kill(pid_, SIGKILL);   // should the plugin have left the group
+}
+
+bool WorkerProcess::exited_and_drained() const {
+  if (pid_ <= 0) return true;
+  siginfo_t info{};
+  if (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid != pid_)
+    return false;
+  pollfd unread{from_child_, POLLIN, 0};
+  return ::poll(&unread, 1, 0) <= 0 || !(unread.revents & POLLIN);
 }
 
 std::string WorkerProcess::reap(int64_t grace_ms) {

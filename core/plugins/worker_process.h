@@ -37,6 +37,11 @@ class WorkerProcess {
   // reaped, so that its ids cannot belong to another process.
   void kill_group();
 
+  // Whether the child has exited and left nothing more to read on its reply
+  // pipe, without reaping it (reap() still says why). A helper the plugin
+  // forked may hold the pipe open after the child died: readers watch for
+  // this, not only for the pipe's end.
+  bool exited_and_drained() const;
   bool running() const { return pid_ > 0; }
   pid_t pid() const { return pid_; }
   int to_child() const { return to_child_; }

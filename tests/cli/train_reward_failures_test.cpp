@@ -142,6 +142,17 @@ CommandResult run_host_within(int seconds, const std::string& args) {
   return run_shell("timeout -s KILL " + std::to_string(seconds) + " '" GRPO_HOST_EXE "' " + args);
 }
 
+// Both steps of a 2-step run logged `reward`'s batch as failed: one internal
+// error, every reward NaN.
+void expect_every_batch_failed(const std::string& dir, const std::string& reward, const std::string& output) {
+  auto log = read_jsonl(dir + "/out/logging.jsonl");
+  ASSERT_EQ(log.size(), 2u) << output;
+  for (const auto& line : log) {
+    EXPECT_EQ(line["rewards/" + reward + "/internal_errors"], 1.0) << line;
+    EXPECT_EQ(line["rewards/" + reward + "/nan_frac"], 1.0) << line;
+  }
+}
+
 }  // namespace
 
 // Before: a reply the plugin wrote on the worker's pipe was taken as the
@@ -154,12 +165,7 @@ TEST(TrainRewardIsolation, AReplyForgedByThePluginFailsItsBatch) {
                                              "--plugin_isolation process --tolerate_reward_errors true");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("not its reply"), std::string::npos) << r.output;
-  auto log = read_jsonl(dir + "/out/logging.jsonl");
-  ASSERT_EQ(log.size(), 2u) << r.output;
-  for (const auto& line : log) {
-    EXPECT_EQ(line["rewards/fixture_forges/internal_errors"], 1.0) << line;
-    EXPECT_EQ(line["rewards/fixture_forges/nan_frac"], 1.0) << line;
-  }
+  expect_every_batch_failed(dir, "fixture_forges", r.output);
 }
 
 // Before: a reply claiming a 2^63-byte message threw length_error, and the
@@ -170,9 +176,20 @@ TEST(TrainRewardIsolation, AReplyClaimingAnAbsurdLengthFailsItsBatch) {
   CommandResult r = run_host_within(120, flags(dir, FIXTURE_HUGE_REPLY, "fixture_huge_reply") +
                                              "--plugin_isolation process --tolerate_reward_errors true");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  auto log = read_jsonl(dir + "/out/logging.jsonl");
-  ASSERT_EQ(log.size(), 2u) << r.output;
-  for (const auto& line : log) EXPECT_EQ(line["rewards/fixture_huge_reply/internal_errors"], 1.0) << line;
+  expect_every_batch_failed(dir, "fixture_huge_reply", r.output);
+}
+
+// Before: a worker that died while a helper it had forked still held its
+// reply pipe was waited for forever without --reward_timeout (the pipe never
+// ended). The worker's death is watched for now: the batch fails naming the
+// signal, and its process group, the helper with it, is killed.
+TEST(TrainRewardIsolation, AWorkerThatDiesWhileItsHelperHoldsThePipeFailsItsBatch) {
+  const std::string dir = tiny_run_dir("train_reward_crashes_after_fork");
+  CommandResult r = run_host_within(120, flags(dir, FIXTURE_CRASHES_AFTER_FORK, "fixture_crashes_after_fork") +
+                                             "--plugin_isolation process --tolerate_reward_errors true");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("died of signal 11"), std::string::npos) << r.output;
+  expect_every_batch_failed(dir, "fixture_crashes_after_fork", r.output);
 }
 
 // Before: a worker that closed its reply pipe and went on running was waited
