@@ -153,6 +153,17 @@ void expect_every_batch_failed(const std::string& dir, const std::string& reward
   }
 }
 
+// A 2-step isolated run of `fixture` (plugin `reward`) whose every batch
+// fails, tolerated: exit 0, every batch logged as failed. Its output.
+std::string run_failing_isolated(const std::string& run, const char* fixture, const std::string& reward) {
+  const std::string dir = tiny_run_dir(run);
+  CommandResult r = run_host_within(120, flags(dir, fixture, reward) +
+                                             "--plugin_isolation process --tolerate_reward_errors true");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  expect_every_batch_failed(dir, reward, r.output);
+  return r.output;
+}
+
 }  // namespace
 
 // Before: a reply the plugin wrote on the worker's pipe was taken as the
@@ -160,23 +171,15 @@ void expect_every_batch_failed(const std::string& dir, const std::string& reward
 // batch, silently. Replies carry the worker's token and the batch's number
 // now: the forged one fails its batch and the worker is restarted.
 TEST(TrainRewardIsolation, AReplyForgedByThePluginFailsItsBatch) {
-  const std::string dir = tiny_run_dir("train_reward_forges");
-  CommandResult r = run_host_within(120, flags(dir, FIXTURE_FORGES_REPLY, "fixture_forges") +
-                                             "--plugin_isolation process --tolerate_reward_errors true");
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("not its reply"), std::string::npos) << r.output;
-  expect_every_batch_failed(dir, "fixture_forges", r.output);
+  const std::string output = run_failing_isolated("train_reward_forges", FIXTURE_FORGES_REPLY, "fixture_forges");
+  EXPECT_NE(output.find("not its reply"), std::string::npos) << output;
 }
 
 // Before: a reply claiming a 2^63-byte message threw length_error, and the
 // host then waited for a worker that waited for it: forever, whatever
 // --reward_timeout said. Now the batch fails and the worker is killed.
 TEST(TrainRewardIsolation, AReplyClaimingAnAbsurdLengthFailsItsBatch) {
-  const std::string dir = tiny_run_dir("train_reward_huge_reply");
-  CommandResult r = run_host_within(120, flags(dir, FIXTURE_HUGE_REPLY, "fixture_huge_reply") +
-                                             "--plugin_isolation process --tolerate_reward_errors true");
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  expect_every_batch_failed(dir, "fixture_huge_reply", r.output);
+  run_failing_isolated("train_reward_huge_reply", FIXTURE_HUGE_REPLY, "fixture_huge_reply");
 }
 
 // Before: a worker that died while a helper it had forked still held its
@@ -184,12 +187,9 @@ TEST(TrainRewardIsolation, AReplyClaimingAnAbsurdLengthFailsItsBatch) {
 // ended). The worker's death is watched for now: the batch fails naming the
 // signal, and its process group, the helper with it, is killed.
 TEST(TrainRewardIsolation, AWorkerThatDiesWhileItsHelperHoldsThePipeFailsItsBatch) {
-  const std::string dir = tiny_run_dir("train_reward_crashes_after_fork");
-  CommandResult r = run_host_within(120, flags(dir, FIXTURE_CRASHES_AFTER_FORK, "fixture_crashes_after_fork") +
-                                             "--plugin_isolation process --tolerate_reward_errors true");
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("died of signal 11"), std::string::npos) << r.output;
-  expect_every_batch_failed(dir, "fixture_crashes_after_fork", r.output);
+  const std::string output =
+      run_failing_isolated("train_reward_crashes_after_fork", FIXTURE_CRASHES_AFTER_FORK, "fixture_crashes_after_fork");
+  EXPECT_NE(output.find("died of signal 11"), std::string::npos) << output;
 }
 
 // Before: a worker that closed its reply pipe and went on running was waited
