@@ -1,6 +1,8 @@
 // Reward failures nobody misses: per-step counts in logging.jsonl, infinite
 // rewards turned into NaN with a warning, and a run whose reward failed ends
 // with a summary and a non-zero exit unless the user tolerates it.
+#include <signal.h>
+
 #include <filesystem>
 #include <sstream>
 #include <string>
@@ -164,6 +166,15 @@ std::string run_failing_isolated(const std::string& run, const char* fixture, co
   return r.output;
 }
 
+// Whether process `pid` runs: gone, or a zombie nobody in this container
+// reaps, is not running.
+bool process_runs(const std::string& pid) {
+  const std::string stat = std::filesystem::exists("/proc/" + pid + "/stat") ? read_file("/proc/" + pid + "/stat") : "";
+  const size_t paren = stat.rfind(')');
+  const char state = paren == std::string::npos || paren + 2 >= stat.size() ? 'X' : stat[paren + 2];
+  return state != 'X' && state != 'Z';
+}
+
 }  // namespace
 
 // Before: a reply the plugin wrote on the worker's pipe was taken as the
@@ -240,11 +251,31 @@ TEST(TrainRewardIsolation, HelpersAPluginStartedDoNotOutliveTheRun) {
   const std::string pids = read_file(dir + "/helpers.txt");
   ASSERT_FALSE(pids.empty()) << r.output;
   std::istringstream lines(pids);
-  for (std::string pid; std::getline(lines, pid);) {
-    // Gone, or a zombie that nobody in this container reaps: either way not running.
-    const std::string stat = std::filesystem::exists("/proc/" + pid + "/stat") ? read_file("/proc/" + pid + "/stat") : "";
-    const size_t paren = stat.rfind(')');
-    const char state = paren == std::string::npos || paren + 2 >= stat.size() ? 'X' : stat[paren + 2];
-    EXPECT_TRUE(state == 'X' || state == 'Z') << "helper " << pid << " still running: " << stat;
+  for (std::string pid; std::getline(lines, pid);) EXPECT_FALSE(process_runs(pid)) << "helper " << pid;
+}
+
+// Before: a worker whose plugin was busy outlived a grpo-host killed with
+// SIGKILL (forever, for a plugin that never returns). A worker now ends with
+// its process group once it is reparented.
+TEST(TrainRewardIsolation, AWorkerDoesNotOutliveAHostKilledWhileItScores) {
+  const std::string dir = tiny_run_dir("train_reward_host_killed");
+  // The host is killed below whatever happens. Its workers are the children
+  // running grpo-plugin-worker at that moment (a first one may have come and
+  // gone); the test waits for one, then 2 s for the hanging batch to start.
+  const std::string workers_now =
+      "workers=; for c in /proc/[0-9]*; do [ \"$(awk '/^PPid/ {print $2}' $c/status 2>/dev/null)\" = \"$pid\" ] && "
+      "grep -q grpo-plugin-worker $c/cmdline 2>/dev/null && workers=\"$workers ${c#/proc/}\"; done; ";
+  const std::string out = run_shell(
+      "'" GRPO_HOST_EXE "' " + flags(dir, FIXTURE_HANGS, "fixture_hangs") + "--plugin_isolation process > " + dir +
+      "/log.txt 2>&1 & pid=$!; for i in $(seq 1 600); do " + workers_now + "[ -n \"$workers\" ] && break; " +
+      "sleep 0.1; done; sleep 2; " + workers_now + "kill -KILL $pid; wait $pid; sleep 3; echo workers:$workers.").output;
+  const size_t at = out.find("workers:");
+  ASSERT_NE(at, std::string::npos) << out;
+  std::istringstream workers(out.substr(at + 8, out.find('.', at) - at - 8));
+  int seen = 0;
+  for (std::string worker; workers >> worker; ++seen) {
+    EXPECT_FALSE(process_runs(worker)) << "worker " << worker << " outlived its host";
+    if (process_runs(worker)) ::kill(-std::stoi(worker), SIGKILL);
   }
+  EXPECT_GT(seen, 0) << "no worker was running when the host was killed: " << out << read_file(dir + "/log.txt");
 }
