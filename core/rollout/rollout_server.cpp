@@ -117,8 +117,11 @@ RolloutServer::RolloutServer(ServerOptions options) : options_(std::move(options
       res.set_header("Connection", "close");
     } else if (res.status == 413)
       reply_error(res, 413,
-                  fmt::format("request body of {} bytes, over the server's limit of {} bytes (--max_body_bytes)",
-                              req.get_header_value("Content-Length"), max_body),
+                  fmt::format("{}, over the server's limit of {} bytes (--max_body_bytes)",
+                              req.has_header("Content-Length")
+                                  ? "request body of " + req.get_header_value("Content-Length") + " bytes"
+                                  : std::string("chunked request body"),
+                              max_body),
                   "body");
     else if (res.status == 404)
       reply_error(res, 404, fmt::format("no endpoint {} {} (paths end with a slash, e.g. /generate/)", req.method,
