@@ -41,6 +41,17 @@ TEST(SdkOptions, TypedGettersUseDefaultsAndNameTheKey) {
   EXPECT_THROW(grpo::Options("{oops"), grpo::Error);
 }
 
+// Before: a lone surrogate escape was encoded as it was (bytes that are not
+// UTF-8), and a high one followed by another escape was combined with it
+// into a code point past U+10FFFF.
+TEST(SdkJson, SurrogatesOutsideAPairAreReplacementCharacters) {
+  EXPECT_EQ(grpo::Json::parse(R"("\ud83d\ude00")").as_string(), "\xf0\x9f\x98\x80");  // a pair: one code point
+  EXPECT_EQ(grpo::Json::parse(R"("a\ud800b")").as_string(), "a\xef\xbf\xbd" "b");
+  EXPECT_EQ(grpo::Json::parse(R"("\udc00")").as_string(), "\xef\xbf\xbd");
+  EXPECT_EQ(grpo::Json::parse(R"("\ud800\u0041")").as_string(), "\xef\xbf\xbd" "A");
+  EXPECT_EQ(grpo::Json::parse(R"("\ud800")").as_string(), "\xef\xbf\xbd");
+}
+
 TEST(SdkJson, QuoteRoundTrips) {
   std::string s = "a\"b\\c\n\x01";
   EXPECT_EQ(grpo::Json::parse(grpo::json_quote(s)).as_string(), s);

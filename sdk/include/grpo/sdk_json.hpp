@@ -170,10 +170,20 @@ class Json {
           case 'r': out += '\r'; break;
           case 't': out += '\t'; break;
           case 'u': {
+            // A surrogate that is not half of a pair is U+FFFD, as the host
+            // repairs text: encoded as it is, it would not be UTF-8.
             unsigned cp = hex4();
-            if (cp >= 0xD800 && cp < 0xDC00 && consume("\\u")) {
-              unsigned lo = hex4();
-              cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+            if (cp >= 0xDC00 && cp < 0xE000) {
+              cp = 0xFFFD;
+            } else if (cp >= 0xD800 && cp < 0xDC00) {
+              const size_t after_high = pos;
+              unsigned lo = 0;
+              if (consume("\\u") && (lo = hex4()) >= 0xDC00 && lo < 0xE000) {
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+              } else {
+                pos = after_high;  // whatever follows is read on its own
+                cp = 0xFFFD;
+              }
             }
             put_utf8(out, cp);
             break;
