@@ -102,6 +102,10 @@ phase build-all 200 cmake --build "$BUILD_DIR" -j "$JOBS" "${KEEP_GOING[@]}" >>"
 # grpo-host train on the GPU: needs the whole build (the host, its plugins).
 (cd "$BUILD_DIR" && phase ctest-gpu-train 130 ctest -R '^TrainGpu[.]' --no-tests=error --output-on-failure \
   >"$OUT/ctest-gpu-train.log" 2>&1)
+# The rollout server's limits, cancellation (a client gone, SIGTERM) and
+# error answers with its engine on the GPU (the same tests, --device cuda).
+(cd "$BUILD_DIR" && phase ctest-rollout-gpu 100 env GRPO_TEST_ROLLOUT_DEVICE=cuda ctest -R '^RolloutHostile[.]' \
+  --no-tests=error --output-on-failure >"$OUT/ctest-rollout-gpu.log" 2>&1)
 # The CPU suite with no GPU visible: its runs assert what a CPU run does (the
 # device a run picks, float32 by default); GPU runs are the tests above. Tests
 # labelled pypi run packages this machine cannot install (no registry): left out.

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <regex>
 #include <thread>
 
@@ -63,6 +64,9 @@ RolloutProcess::RolloutProcess(const std::string& model_dir, const std::vector<s
   std::vector<std::string> args = {GRPO_ROLLOUT_EXE, "--model", model_dir, "--port", "0", "--num_threads", "1"};
   if (!api_key.empty() && key_as_flag) args.insert(args.end(), {"--api_key", api_key});
   args.insert(args.end(), extra_args.begin(), extra_args.end());
+  // scripts/gpu-check.sh runs the server tests again with the engine on the GPU.
+  if (const char* device = std::getenv("GRPO_TEST_ROLLOUT_DEVICE"); device && *device)
+    args.insert(args.end(), {"--device", device});
   pid_ = ::fork();
   if (pid_ == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // no server outlives a crashed test
