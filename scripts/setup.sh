@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs every Debian package the project needs to build, test and run, and
 # LibTorch: the pinned PyTorch wheel from PyPI in the project's .venv (or
-# $GRPO_VENV), which CMake finds with no flags and the benchmarks' peer runs on.
+# $GRPO_VENV), which CMake finds with no flags and the benchmarks' peer runs on,
+# with the reference libraries the tests use as oracles. `--peers` adds TRL and
+# ms-swift, the programs bench/peers runs beside grpo-host.
 # Idempotent: only what is missing is installed, so a second run is a no-op.
 set -euo pipefail
 
@@ -58,12 +60,43 @@ else
   "$VENV/bin/pip" install --quiet --disable-pip-version-check "torch==$TORCH_PIN"
 fi
 
-# The reference libraries tests run as oracles and file writers, pinned:
-# DuckDB writes the Parquet files a downloaded dataset may be.
-PYPI_PINS=("duckdb==2.0.1")
-if "$VENV/bin/python" -c "import duckdb, sys; sys.exit(duckdb.__version__ != '2.0.1')" 2>/dev/null; then
-  echo "setup: ${PYPI_PINS[*]} present"
-else
-  echo "setup: installing ${PYPI_PINS[*]} into $VENV"
-  "$VENV/bin/pip" install --quiet --disable-pip-version-check "${PYPI_PINS[@]}"
+# The reference libraries the tests run as live oracles and file writers,
+# pinned so a verdict changes only when we change a pin: DuckDB and pyarrow
+# write Parquet files, transformers and peft load checkpoints and compute
+# logits, math-verify judges answers, tokenizers trains BPE, jinja2 renders
+# chat templates.
+PYPI_PINS=("duckdb==2.0.1" "pyarrow==26.0.1" "transformers==5.25.0" "peft==0.21.2"
+           "safetensors==0.8.0" "math-verify==0.9.0" "tokenizers==0.23.3" "jinja2==3.1.6")
+# True when every "name==version" in $@ is installed in the venv at $1.
+pins_present() {
+  local venv="$1"; shift
+  "$venv/bin/python" - "$@" <<'PY' 2>/dev/null
+import sys
+from importlib.metadata import version, PackageNotFoundError
+try:
+    sys.exit(any(version(p.split("==")[0]) != p.split("==")[1] for p in sys.argv[1:]))
+except PackageNotFoundError:
+    sys.exit(1)
+PY
+}
+install_pins() {
+  local venv="$1"; shift
+  if pins_present "$venv" "$@"; then
+    echo "setup: $* present in $venv"
+  else
+    echo "setup: installing $* into $venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "$@"
+  fi
+}
+install_pins "$VENV" "${PYPI_PINS[@]}"
+
+# --peers: the programs users compare us with, for bench/peers. TRL goes into
+# the project's venv beside the oracles. ms-swift 4.6 pins transformers < 5.20,
+# trl 0.29 and peft 0.20, which conflict with the oracles' pins, so it gets a
+# venv of its own ($GRPO_SWIFT_VENV, default .venv-swift).
+if [[ " $* " == *" --peers "* ]]; then
+  install_pins "$VENV" "trl==1.16.0"
+  SWIFT_VENV="${GRPO_SWIFT_VENV:-$(dirname "$VENV")/.venv-swift}"
+  [ -x "$SWIFT_VENV/bin/pip" ] || python3 -m venv "$SWIFT_VENV"
+  install_pins "$SWIFT_VENV" "torch==$TORCH_PIN" "ms-swift==4.6.0" "math-verify==0.9.0"
 fi
