@@ -3,7 +3,6 @@
 // UUIDs and intervals (FIXED_LEN_BYTE_ARRAY), and bytes that are not UTF-8.
 // Before, each was read as text and the run stopped at the first JSON writer
 // with "invalid UTF-8 byte", naming no file, row or column.
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -13,21 +12,10 @@
 
 #include "data/dataset.h"
 #include "data/file_rows.h"
+#include "oracles/python_oracle.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-namespace {
-
-// Runs `script` on the Python that LibTorch's wheel came from (scripts/setup.sh
-// installs duckdb there); returns its exit status.
-int run_python(const std::string& script, const std::string& dir) {
-  const std::string file = dir + "/make.py";
-  std::ofstream(file) << script;
-  return std::system(("'" GRPO_PYTHON "' " + file + " > " + dir + "/make.log 2>&1").c_str());
-}
-
-}  // namespace
 
 TEST(ParquetDuckdb, DecimalsUuidsIntervalsAndBytesReadAsValuesNotBrokenText) {
   const fs::path dir = fs::temp_directory_path() / "grpo_parquet_duckdb";
@@ -45,7 +33,8 @@ TEST(ParquetDuckdb, DecimalsUuidsIntervalsAndBytesReadAsValuesNotBrokenText) {
       "    for p, id_, months, days, micros in duckdb.sql(\"\"\"SELECT problem, id::VARCHAR, datepart('month', iv),\n"
       "            datepart('day', iv), epoch_us(iv) % 86400000000 FROM '" + parquet + "'\"\"\").fetchall():\n"
       "        out.write(json.dumps({'problem': p, 'id': id_, 'months': months, 'days': days, 'ms': micros // 1000}) + '\\n')\n";
-  ASSERT_EQ(run_python(script, dir.string()), 0) << std::ifstream(dir / "make.log").rdbuf();
+  const std::string error = grpo::test::run_python_source(script, dir);
+  ASSERT_TRUE(error.empty()) << error;
 
   const std::vector<grpo::data::Row> rows = grpo::data::read_parquet_rows(parquet, std::nullopt);
   std::ifstream want_in(want);

@@ -194,7 +194,10 @@ class ValueDecoder {
       case Encoding::DeltaBinaryPacked: {
         std::vector<int64_t> v;
         delta_integers(in, count, v);
-        for (int64_t x : v) out.push_back(integer(x));
+        // An INT32 column's deltas wrap at 32 bits as the writer computed them (2^31 - 1 follows -2^31 by -1),
+        // so only the low 32 bits of the sum are the value.
+        const bool int32 = *node_.physical == Physical::Int32;
+        for (int64_t x : v) out.push_back(integer(int32 ? static_cast<int32_t>(static_cast<uint32_t>(x)) : x));
         return;
       }
       case Encoding::DeltaLengthByteArray: {
@@ -223,8 +226,19 @@ class ValueDecoder {
         for (uint64_t bit : decode_hybrid(Bytes(in.take(n), n), 1, count)) out.emplace_back(bit != 0);
         return;
       }
-      case Encoding::ByteStreamSplit: {
-        const size_t width = *node_.physical == Physical::Float || *node_.physical == Physical::Int32 ? 4 : 8;
+      case Encoding::ByteStreamSplit: {  // byte b of value k at p[b * count + k]
+        const Physical physical = *node_.physical;
+        if (physical == Physical::FixedLen) {  // half floats, decimals, UUIDs: each value's bytes gathered
+          const auto width = static_cast<size_t>(node_.type_length);
+          const uint8_t* p = in.take(count * width);
+          std::vector<uint8_t> value(width);
+          for (size_t k = 0; k < count; ++k) {
+            for (size_t b = 0; b < width; ++b) value[b] = p[b * count + k];
+            out.push_back(bytes(value.data(), width));
+          }
+          return;
+        }
+        const size_t width = physical == Physical::Float || physical == Physical::Int32 ? 4 : 8;
         const uint8_t* p = in.take(count * width);
         for (size_t k = 0; k < count; ++k) {
           uint64_t bits = 0;
