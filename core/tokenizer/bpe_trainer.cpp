@@ -106,6 +106,26 @@ void note_holder(std::vector<uint32_t>& holders, uint32_t w) {
   if (holders.empty() || holders.back() != w) holders.push_back(w);
 }
 
+// Hugging Face's BpeTrainer breaks ties between equally frequent pairs by
+// its token ids: the byte-level characters sorted by code point, then each
+// merge's token in the order it was made. A merge's symbol is its place in
+// that order already; a byte's symbol is the byte, whose character sorts
+// elsewhere (byte 0 is U+0100, after every printable byte), so bytes are
+// ranked here. Ties decided by the tokens' text instead gave other merges
+// from the first tie between merged tokens on (the demos' corpora included).
+std::vector<Symbol> tie_rank() {
+  const ByteLevel& bl = ByteLevel::instance();
+  std::vector<Symbol> bytes(256);
+  for (Symbol b = 0; b < 256; ++b) bytes[b] = b;
+  // UTF-8 text sorts as its code points do.
+  std::sort(bytes.begin(), bytes.end(), [&bl](Symbol x, Symbol y) {
+    return bl.utf8_of(static_cast<uint8_t>(x)) < bl.utf8_of(static_cast<uint8_t>(y));
+  });
+  std::vector<Symbol> rank(256);
+  for (Symbol r = 0; r < 256; ++r) rank[bytes[r]] = r;
+  return rank;
+}
+
 }  // namespace
 
 // Pair counts are kept up to date as merges change the words that hold
@@ -127,11 +147,14 @@ std::vector<Merge> train_bpe_merges(const std::vector<std::string>& texts, const
     int64_t count;
     Symbol a, b;
   };
-  // Most frequent first; among equal counts the pair whose texts sort first,
-  // so the result does not depend on hashing.
-  const auto later = [&c](const Entry& x, const Entry& y) {
+  // Most frequent first; among equal counts the pair whose tokens come first
+  // in Hugging Face's BpeTrainer's vocabulary (tie_rank), so the merges are
+  // the ones it learns and do not depend on hashing.
+  const std::vector<Symbol> rank = tie_rank();
+  const auto rank_of = [&rank](Symbol s) { return s < rank.size() ? rank[s] : s; };
+  const auto later = [&rank_of](const Entry& x, const Entry& y) {
     if (x.count != y.count) return x.count < y.count;
-    return std::tie(c.vocab[x.a], c.vocab[x.b]) > std::tie(c.vocab[y.a], c.vocab[y.b]);
+    return std::pair(rank_of(x.a), rank_of(x.b)) > std::pair(rank_of(y.a), rank_of(y.b));
   };
   std::priority_queue<Entry, std::vector<Entry>, decltype(later)> heap(later);
   for (const auto& [key, count] : pairs)

@@ -22,9 +22,12 @@ inline constexpr size_t kMaxPieceBytes = 4096;
 
 // Splits each text with `pre` and learns up to `max_merges` merges the way
 // BPE is trained: the most frequent adjacent pair over all pieces is merged,
-// again and again; ties go to the pair that sorts first, so the result is
-// deterministic. Stops early when no pair occurs twice. Logs its progress
-// every few seconds.
+// again and again. Ties go as Hugging Face's BpeTrainer breaks them (to the
+// pair whose tokens it numbers first: the byte-level characters by code
+// point, then merges as made), so the merges are the ones it learns with
+// min_frequency 2 (tests/tokenizer/bpe_trainer_hf_test.cpp) and do not depend
+// on hashing. Stops early when no pair occurs twice. Logs its progress every
+// few seconds.
 std::vector<Merge> train_bpe_merges(const std::vector<std::string>& texts, const PreTokenizer& pre,
                                     size_t max_merges);
 

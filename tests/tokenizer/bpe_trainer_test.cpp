@@ -1,6 +1,7 @@
 // Byte-level BPE merges learned from sample text (init-model --train_tokenizer),
 // checked against merges worked out by hand, and the tokenizer written with
 // them loaded back and used.
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <random>
@@ -30,9 +31,18 @@ TEST(BpeTrainer, MergesTheMostFrequentPairUntilNoneRepeats) {
   EXPECT_EQ(train({"aaab", " aaab", " ab"}), expected);
 }
 
-TEST(BpeTrainer, TiesGoToThePairThatSortsFirstAndTheCountIsCapped) {
+// Ties go as Hugging Face's BpeTrainer breaks them: to the pair whose tokens
+// it numbers first, the byte-level characters by code point, then merges in
+// the order they were made. After z+z (3) and a+a (2, tied with a+x and zz+x
+// and first of them), zz+x and aa+x tie at 2: zz was made first, so zz+x
+// comes before aa+x, though "aa" sorts before "zz".
+TEST(BpeTrainer, TiesGoToTheTokensMadeFirstAndTheCountIsCapped) {
   const std::vector<Merge> both = {{"a", "b"}, {"c", "d"}};
   EXPECT_EQ(train({"cd", "ab", "cd", "ab"}), both);
+  EXPECT_EQ(train({"zzx", "zzx", "aax", "aax", "zz"}),
+            std::vector<Merge>({{"z", "z"}, {"a", "a"}, {"zz", "x"}, {"aa", "x"}}));
+  // A space is Ġ (U+0120), which comes after every letter.
+  EXPECT_EQ(train({" a", " a", "ab", "ab"}), std::vector<Merge>({{"a", "b"}, {"Ġ", "a"}}));
   EXPECT_EQ(train({"cd", "ab", "cd", "ab"}, 1), std::vector<Merge>({{"a", "b"}}));
   EXPECT_TRUE(train({"ab cd"}).empty());
   EXPECT_TRUE(train({}).empty());
@@ -40,7 +50,14 @@ TEST(BpeTrainer, TiesGoToThePairThatSortsFirstAndTheCountIsCapped) {
 
 // The definition of BPE training, recounting every pair after each merge:
 // the oracle for the trainer, which keeps its counts up to date instead.
+// Ties go to the pair of lower ids as Hugging Face's BpeTrainer numbers
+// tokens: byte-level characters by code point, then merges as made.
 std::vector<Merge> train_by_recounting(const std::vector<std::string>& texts, size_t max_merges) {
+  std::map<std::string, size_t> id;
+  std::vector<std::string> alphabet;
+  for (int b = 0; b < 256; ++b) alphabet.push_back(ByteLevel::instance().utf8_of(static_cast<uint8_t>(b)));
+  std::sort(alphabet.begin(), alphabet.end());
+  for (const std::string& c : alphabet) id.emplace(c, id.size());
   std::map<std::string, int64_t> pieces;
   for (const std::string& text : texts)
     byte_level_pre_tokenizer().split(text, [&](std::string_view piece) { ++pieces[std::string(piece)]; });
@@ -57,10 +74,12 @@ std::vector<Merge> train_by_recounting(const std::vector<std::string>& texts, si
       for (size_t i = 0; i + 1 < symbols.size(); ++i) pairs[{symbols[i], symbols[i + 1]}] += count;
     const Merge* best = nullptr;
     int64_t best_count = 1;
+    const auto ids = [&id](const Merge& m) { return std::pair(id.at(m.first), id.at(m.second)); };
     for (const auto& [pair, count] : pairs)
-      if (count > best_count) best = &pair, best_count = count;
+      if (count > best_count || (best && count == best_count && ids(pair) < ids(*best))) best = &pair, best_count = count;
     if (!best) break;
     merges.push_back(*best);
+    id.emplace(best->first + best->second, id.size());
     for (auto& [symbols, count] : words) {
       std::vector<std::string> out;
       for (size_t i = 0; i < symbols.size(); ++i) {
