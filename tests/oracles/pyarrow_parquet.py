@@ -72,7 +72,9 @@ def table():
         # Multiples of 1/4: exact in binary, so the reader's division must give pyarrow's value bit for bit.
         "price": pa.array([None if k % 12 == 7 else decimal.Decimal(k * 25 - 3000) / 100 for k in i],
                           pa.decimal128(9, 2)),
-        # Past 18 digits of precision (16 bytes), within the 2^53 a double holds exactly.
+        # Past 18 digits of precision (16 bytes), within the 2^53 a double holds exactly: past it the
+        # reader's double can be one unit in the last place from float(Decimal), as it rounds the
+        # integer, then the division by the scale (1 row in 300 at 2^60).
         "big": pa.array([decimal.Decimal((k - 150) * 10**12) / 2 for k in i], pa.decimal128(30, 1)),
         "id": pa.array([None if k % 10 == 3 else bytes((k * 37 + j) % 256 for j in range(16)) for k in i], pa.uuid()),
         "flag": pa.array([None if k % 5 == 4 else k % 3 == 0 for k in i], pa.bool_()),
