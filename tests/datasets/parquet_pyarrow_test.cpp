@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -31,7 +33,8 @@ class ParquetPyarrow : public ::testing::Test {
   static void SetUpTestSuite() {
     // Each file's bytes that are not UTF-8 are said once per file: 64 warnings of what the rows show anyway.
     spdlog::set_level(spdlog::level::err);
-    dir_ = fs::temp_directory_path() / "grpo_parquet_pyarrow";
+    // Per process: ctest -j runs each test of the suite as a process of its own, at once.
+    dir_ = fs::temp_directory_path() / ("grpo_parquet_pyarrow_" + std::to_string(getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     error_ = grpo::test::run_python(grpo::test::oracle_script("pyarrow_parquet.py") + " '" + dir_.string() + "'",
@@ -39,7 +42,10 @@ class ParquetPyarrow : public ::testing::Test {
   }
   void SetUp() override { ASSERT_TRUE(error_.empty()) << error_; }
 
-  static void TearDownTestSuite() { spdlog::set_level(spdlog::level::info); }
+  static void TearDownTestSuite() {
+    spdlog::set_level(spdlog::level::info);
+    fs::remove_all(dir_);
+  }
 
   static std::vector<json> cases() {
     std::vector<json> out;

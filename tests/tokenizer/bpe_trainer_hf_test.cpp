@@ -10,6 +10,8 @@
 #include <set>
 #include <string>
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -32,7 +34,8 @@ void collect_strings(const json& value, std::vector<std::string>& out) {
     for (const json& item : value) collect_strings(item, out);
 }
 
-const fs::path kDir = fs::temp_directory_path() / "grpo_bpe_trainer_hf";
+// Per process: ctest -j runs each test as a process of its own, at once.
+const fs::path kDir = fs::temp_directory_path() / ("grpo_bpe_trainer_hf_" + std::to_string(getpid()));
 
 // `path` (a JSONL dataset) trained both ways with `merges` merges; compares
 // the merge lists in order and the vocabularies as sets.
@@ -66,6 +69,7 @@ void expect_same_as_tokenizers(const std::string& path, size_t merges) {
   for (int b = 0; b < 256; ++b) vocab.insert(grpo::tok::ByteLevel::instance().utf8_of(static_cast<uint8_t>(b)));
   for (const Merge& m : ours) vocab.insert(m.first + m.second);
   EXPECT_EQ(vocab, hf["vocab"].get<std::set<std::string>>()) << dataset;
+  fs::remove_all(dir);  // kept where an assertion above returned early, to be looked at
 }
 
 // The tool demo's tokenizer, exactly as scripts/quickstart_tools.sh asks for
