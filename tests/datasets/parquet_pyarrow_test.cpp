@@ -63,15 +63,14 @@ class ParquetPyarrow : public ::testing::Test {
 // for bit (every NaN equal to every NaN: Python's hex does not keep payloads).
 std::string first_difference(const json& want, const json& got, const std::string& at) {
   if (want.is_object() && want.size() == 1 && want.contains("$float")) {
-    const double w = std::strtod(want["$float"].get<std::string>().c_str(), nullptr);
-    if (!got.is_number_float()) return at + ": want the float " + want["$float"].get<std::string>() + ", got " + got.dump();
-    const double g = got.get<double>();
+    const std::string hex = want["$float"];
+    const std::string differs = at + ": want the float " + hex + ", got " + got.dump();
+    if (!got.is_number_float()) return differs;
+    const double w = std::strtod(hex.c_str(), nullptr), g = got.get<double>();
     uint64_t wb, gb;
     std::memcpy(&wb, &w, 8);
     std::memcpy(&gb, &g, 8);
-    if (std::isnan(w) ? !std::isnan(g) : wb != gb)
-      return at + ": want the float " + want["$float"].get<std::string>() + ", got " + got.dump();
-    return "";
+    return (std::isnan(w) ? std::isnan(g) : wb == gb) ? "" : differs;
   }
   if (want.is_object() && got.is_object()) {
     if (want.size() != got.size()) return at + ": want the keys of " + want.dump() + ", got " + got.dump();

@@ -62,7 +62,8 @@ void expect_same_as_tokenizers(const std::string& path, size_t merges) {
   ASSERT_GT(theirs.size(), 20u) << dataset << ": too few merges for the comparison to mean much";
   for (size_t i = 0; i < std::min(ours.size(), theirs.size()); ++i)
     ASSERT_EQ(ours[i], theirs[i]) << dataset << ": merge " << i << " differs (ours " << ours[i].first << " + "
-                                  << ours[i].second << ", tokenizers " << theirs[i].first << " + " << theirs[i].second << ")";
+                                  << ours[i].second << ", tokenizers " << theirs[i].first << " + " << theirs[i].second
+                                  << ")";
   EXPECT_EQ(ours.size(), theirs.size()) << dataset;
 
   std::set<std::string> vocab;

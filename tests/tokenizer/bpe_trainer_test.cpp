@@ -76,7 +76,8 @@ std::vector<Merge> train_by_recounting(const std::vector<std::string>& texts, si
     int64_t best_count = 1;
     const auto ids = [&id](const Merge& m) { return std::pair(id.at(m.first), id.at(m.second)); };
     for (const auto& [pair, count] : pairs)
-      if (count > best_count || (best && count == best_count && ids(pair) < ids(*best))) best = &pair, best_count = count;
+      if (count > best_count || (best && count == best_count && ids(pair) < ids(*best)))
+        best = &pair, best_count = count;
     if (!best) break;
     merges.push_back(*best);
     id.emplace(best->first + best->second, id.size());
