@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "math_verify.h"
@@ -40,7 +41,8 @@ std::string read_all(const fs::path& path) {
   const fs::path out = dir / "cases.json", log = dir / "oracle.log";
   const std::string cmd = "'" GRPO_PYTHON "' '" GRPO_SOURCE_DIR "/tests/oracles/math_verify_cases.py' '" +
                           out.string() + "' > '" + log.string() + "' 2>&1";
-  const int rc = std::system(cmd.c_str());
+  const int status = std::system(cmd.c_str());
+  const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   if (rc != 0 || !fs::exists(out))
     return ::testing::AssertionFailure()
            << "the Math-Verify oracle did not run on " GRPO_PYTHON " (exit status " << rc << "):\n"
