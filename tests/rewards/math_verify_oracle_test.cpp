@@ -35,11 +35,11 @@ std::string read_all(const fs::path& path) {
   return s.str();
 }
 
-// Runs the generator on the project's Python; the cases as JSON, or a failure
-// that says what to do.
+// Runs the generator on the project's Python (-B: no bytecode written into the
+// source tree); the cases as JSON, or a failure that says what to do.
 ::testing::AssertionResult run_oracle(const fs::path& dir, nlohmann::json* doc) {
   const fs::path out = dir / "cases.json", log = dir / "oracle.log";
-  const std::string cmd = "'" GRPO_PYTHON "' '" GRPO_SOURCE_DIR "/tests/oracles/math_verify_cases.py' '" +
+  const std::string cmd = "'" GRPO_PYTHON "' -B '" GRPO_SOURCE_DIR "/tests/oracles/math_verify_cases.py' '" +
                           out.string() + "' > '" + log.string() + "' 2>&1";
   const int status = std::system(cmd.c_str());
   const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
