@@ -211,6 +211,31 @@ TEST(MathVerifyEquiv, Matrices) {
             1.0);
 }
 
+// Cases where math_verify_oracle_test found us apart from Math-Verify 0.9.
+// latex2sympy2_extended needs braced arguments; only the gold is repaired first.
+TEST(MathVerifyOracleCases, UnbracedArgumentsParseOnlyInTheGold) {
+  EXPECT_EQ(reward("\\boxed{\\frac12}", "$0.5$"), 0.0);
+  EXPECT_EQ(reward("\\boxed{6 \\sqrt 5}", "$6\\sqrt{5}$"), 0.0);
+  EXPECT_EQ(reward("\\boxed{\\sqrt x}", "$\\sqrt{x}$"), 0.0);
+  EXPECT_EQ(reward("\\boxed{\\binom52}", "10"), 0.0);
+  EXPECT_EQ(reward("\\boxed{6\\sqrt{5}}", "$6\\sqrt 5$"), 1.0);
+  EXPECT_EQ(reward("\\boxed{\\sqrt{x}}", "$\\sqrt x$"), 1.0);
+  EXPECT_EQ(reward("\\boxed{\\frac{1}{2}}", "$\\frac12$"), 1.0);
+}
+
+// Several boxes make one set, whose elements merge as in sympy's FiniteSet.
+TEST(MathVerifyOracleCases, SeveralBoxesMergeLikeSympySets) {
+  EXPECT_EQ(reward("\\boxed{\\begin{pmatrix} 0 \\\\ 7 \\end{pmatrix}} or "
+                   "\\boxed{\\begin{bmatrix} 0 \\\\ 7 \\end{bmatrix}}",
+                   "$\\begin{pmatrix} 0 \\\\ 7 \\end{pmatrix}$"),
+            1.0);
+  EXPECT_EQ(reward("\\boxed{\\frac{1}{2}}, \\boxed{\\frac{2}{4}}", "$\\frac12$"), 1.0);
+  EXPECT_EQ(reward("\\boxed{58\\%}, \\boxed{58 \\%}", "$58\\%$"), 1.0);
+  // A percentage is kept apart from the plain number of the same value.
+  EXPECT_EQ(reward("\\boxed{\\frac{58}{100}}, \\boxed{58 \\%}", "58%"), 0.0);
+  EXPECT_EQ(reward("\\boxed{36%} and \\boxed{0.36}", "\\boxed{0.36}"), 0.0);
+}
+
 TEST(MathVerifyRobustness, MalformedInputNeverThrows) {
   const std::vector<std::string> inputs = {
       "", "\\boxed{", "\\boxed{}", "\\boxed{\\frac{1}{0}}", "$$", "$", "\\boxed{)(}", "\\boxed{\\frac{}{}}",
@@ -236,7 +261,7 @@ TEST(MathVerifyRobustness, MalformedInputNeverThrows) {
 TEST(MathVerifyRobustness, ConcurrentCalls) {
   const std::vector<std::pair<std::string, std::string>> work = {
       {"\\boxed{2x+3}", "$3+2x$"}, {"\\boxed{\\sqrt{8}}", "$2\\sqrt{2}$"}, {"\\boxed{42}", "42"},
-      {"\\boxed{(-\\infty, 3)}", "$x<3$"}, {"\\boxed{\\frac{1}{\\sqrt2}}", "$\\frac{\\sqrt2}{2}$"}};
+      {"\\boxed{(-\\infty, 3)}", "$x<3$"}, {"\\boxed{\\frac{1}{\\sqrt{2}}}", "$\\frac{\\sqrt2}{2}$"}};
   std::vector<std::thread> threads;
   std::vector<int> wrong(4, 0);
   for (int t = 0; t < 4; ++t) {

@@ -253,6 +253,27 @@ ex Converter::expr(const Node& n) {
   }
 }
 
+namespace {
+
+bool is_percent(const Value& v) { return v.node && v.node->type == Node::Type::Percent; }
+
+// Whether sympy's FiniteSet would hold `a` and `b` once. Numbers by value, but a
+// percentage stays apart from the plain number of the same value: sympy keeps
+// "58\%" as 58*UnevaluatedExpr(1/100), which neither merges with 29/50 nor
+// compares equal to it, so "\boxed{\frac{58}{100}}, \boxed{58\%}" is a set of two.
+// Matrices merge when their cells do ("pmatrix" and "bmatrix" of one matrix).
+bool same_element(const Value& a, const Value& b) {
+  if (a.kind != b.kind) return false;
+  if (a.kind == Value::Kind::Expr) return is_percent(a) == is_percent(b) && a.ex.is_equal(b.ex);
+  if (a.kind != Value::Kind::Matrix || a.rows != b.rows || a.cols != b.cols) return false;
+  for (size_t k = 0; k < a.items.size(); ++k) {
+    if (!same_element(a.items[k], b.items[k])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 Value Converter::value(const Node& n) {
   Value v;
   v.node = &n;
@@ -267,10 +288,8 @@ Value Converter::value(const Node& n) {
       for (const Node& k : n.kids) {
         Value item = value(k);
         // A set holds each element once.
-        const bool dup = item.kind == Value::Kind::Expr &&
-                         std::any_of(v.items.begin(), v.items.end(), [&](const Value& o) {
-                           return o.kind == Value::Kind::Expr && o.ex.is_equal(item.ex);
-                         });
+        const bool dup = std::any_of(v.items.begin(), v.items.end(),
+                                     [&](const Value& o) { return same_element(o, item); });
         if (!dup) v.items.push_back(std::move(item));
       }
       return v;

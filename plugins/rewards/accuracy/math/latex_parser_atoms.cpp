@@ -45,25 +45,13 @@ Node Parser::parse_braced() {
   return e;
 }
 
+// \frac, \sqrt and \binom take braced arguments only, as latex2sympy2_extended's
+// grammar does: "\frac12" and "\sqrt 2" are repaired before parsing a gold answer
+// (malformed_operators), but ms-swift turns that repair off for completions,
+// where Math-Verify then cannot parse them and the answer scores 0.
 Node Parser::parse_arg() {
   Guard g(*this);
-  if (at(Tok::LBrace)) return parse_braced();
-  if (at(Tok::Number)) {
-    Token& tk = t_[i_];
-    if (tk.text.size() > 1 && tk.text[0] != '.') {
-      Node d = number_node(tk.text.substr(0, 1));
-      tk.text.erase(0, 1);
-      return d;
-    }
-    ++i_;
-    return number_node(tk.text);
-  }
-  switch (peek().kind) {
-    case Tok::Letter: case Tok::Const: case Tok::Name: case Tok::Cmd:
-      return parse_primary();
-    default:
-      throw ParseError{};
-  }
+  return parse_braced();
 }
 
 Node Parser::parse_group() {

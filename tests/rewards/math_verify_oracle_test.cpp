@@ -1,0 +1,103 @@
+// The accuracy reward against Math-Verify itself, run now: a seeded generator
+// (tests/oracles/math_verify_cases.py) writes a few thousand completion /
+// solution pairs with the verdict of the Math-Verify that scripts/setup.sh
+// pins, called as ms-swift's accuracy reward calls it; every verdict of ours
+// must match but for a small documented remainder (docs/rewards.md).
+// The fixture test (math_verify_test.cpp) keeps hand-picked cases; this one
+// covers the forms a model writes in bulk and follows the pinned library.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "math_verify.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The share of cases that must agree; what stays apart is listed in
+// docs/rewards.md with the reason.
+constexpr double kMinAgreement = 0.995;
+
+std::string read_all(const fs::path& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Runs the generator on the project's Python (-B: no bytecode written into the
+// source tree); the cases as JSON, or a failure that says what to do.
+::testing::AssertionResult run_oracle(const fs::path& dir, nlohmann::json* doc) {
+  const fs::path out = dir / "cases.json", log = dir / "oracle.log";
+  const std::string cmd = "'" GRPO_PYTHON "' -B '" GRPO_SOURCE_DIR "/tests/oracles/math_verify_cases.py' '" +
+                          out.string() + "' > '" + log.string() + "' 2>&1";
+  const int status = std::system(cmd.c_str());
+  const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (rc != 0 || !fs::exists(out))
+    return ::testing::AssertionFailure()
+           << "the Math-Verify oracle did not run on " GRPO_PYTHON " (exit status " << rc << "):\n"
+           << read_all(log) << "\nRun scripts/setup.sh: it installs the pinned math-verify there.";
+  try {
+    *doc = nlohmann::json::parse(read_all(out));
+  } catch (const std::exception& e) {
+    return ::testing::AssertionFailure() << out << " is not JSON: " << e.what();
+  }
+  return ::testing::AssertionSuccess();
+}
+
+}  // namespace
+
+TEST(MathVerifyOracle, AgreesWithLiveMathVerify) {
+  const fs::path dir = fs::temp_directory_path() / ("grpo_math_verify_oracle_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  nlohmann::json doc;
+  ASSERT_TRUE(run_oracle(dir, &doc));
+  const auto& cases = doc.at("cases");
+  ASSERT_GE(cases.size(), 2000u) << "the generator wrote too few cases";
+
+  int agree = 0, theirs_correct = 0;
+  std::map<std::string, std::pair<int, int>> by_category;  // category: (disagreements, cases)
+  std::ostringstream report;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto& c = cases[i];
+    const std::string completion = c.at("completion"), solution = c.at("solution"), category = c.at("category");
+    const double theirs = c.at("reward");
+    const grpo::math::VerifyResult ours = grpo::math::accuracy_reward(completion, solution);
+    theirs_correct += theirs == 1.0;
+    auto& tally = by_category[category];
+    ++tally.second;
+    if (ours.reward == theirs) {
+      ++agree;
+      continue;
+    }
+    ++tally.first;
+    report << "case " << i << " [" << category << "]\n  completion: " << completion << "\n  solution:   "
+           << solution << "\n  Math-Verify " << theirs << ", ours " << ours.reward
+           << (ours.internal_error ? " (internal error)" : "") << "\n";
+  }
+  const int n = static_cast<int>(cases.size());
+  std::ostringstream summary;
+  summary << doc.at("reference").get<std::string>() << ", seed " << doc.at("seed") << ": " << agree << " of "
+          << n << " agree\n";
+  for (const auto& [category, tally] : by_category)
+    if (tally.first) summary << "  " << category << ": " << tally.first << " of " << tally.second << " differ\n";
+  std::cout << summary.str() << report.str();
+
+  // An oracle that judges everything alike would agree with a broken reward.
+  EXPECT_GT(theirs_correct, n / 5) << "too few cases judged correct: is the oracle broken?";
+  EXPECT_GT(n - theirs_correct, n / 5) << "too few cases judged wrong: is the oracle broken?";
+  EXPECT_GE(agree, static_cast<int>(std::ceil(kMinAgreement * n)))
+      << summary.str() << "disagreements:\n" << report.str();
+  fs::remove_all(dir);
+}
