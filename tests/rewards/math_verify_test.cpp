@@ -20,7 +20,8 @@ double reward(const std::string& completion, const std::string& solution) {
 
 }  // namespace
 
-// Every reference case; the expected values come from Math-Verify 0.7.0.
+// Every reference case; the expected values come from Math-Verify 0.9.0
+// (tests/oracles/regenerate_accuracy_cases.py).
 TEST(MathVerifyCases, AgreesWithReference) {
   const std::string path = std::string(GRPO_TEST_DATA_DIR) + "/accuracy_cases.json";
   std::ifstream in(path);
@@ -108,10 +109,51 @@ TEST(MathVerifyNormalize, BasicLatex) {
 TEST(MathVerifyNormalize, PercentAndThousands) {
   EXPECT_EQ(reward("\\boxed{25\\%}", "$25\\%$"), 1.0);
   EXPECT_EQ(reward("\\boxed{25\\%}", "0.25"), 1.0);
-  EXPECT_EQ(reward("\\boxed{25\\%}", "25"), 0.0);
+  // 0.9.0 reads "25%" and 25 as equal when both are whole numbers (0.7.0 scored 0).
+  EXPECT_EQ(reward("\\boxed{25\\%}", "25"), 1.0);
   EXPECT_EQ(reward("\\boxed{1{,}000{,}000}", "1000000"), 1.0);
   EXPECT_EQ(reward("\\boxed{1,234}", "1234"), 1.0);
   EXPECT_EQ(reward("\\boxed{1,2}", "12"), 0.0);  // not a thousands group: a set
+}
+
+// Math-Verify 0.9.0's sympy_numeric_eq compares a percentage of a whole number
+// with a whole number by the number before the percent sign ("9% == 9"); every
+// other percentage keeps its value (x / 100). Each verdict is 0.9.0's.
+TEST(MathVerifyEquiv, PercentOfWholeNumber) {
+  EXPECT_EQ(reward("\\boxed{14\\%}", "14"), 1.0);
+  EXPECT_EQ(reward("\\boxed{14}", "$14\\%$"), 1.0);
+  EXPECT_EQ(reward("\\boxed{\\frac{28}{2}}", "14%"), 1.0);   // sympy's Integer 14
+  EXPECT_EQ(reward("\\boxed{14\\%}", "$\\frac{28}{2}$"), 1.0);
+  EXPECT_EQ(reward("\\boxed{1\\frac{1}{1}}", "2%"), 1.0);    // a mixed number that is whole
+  EXPECT_EQ(reward("\\boxed{14\\%}", "$14\\text{ cm}$"), 1.0);
+  EXPECT_EQ(reward("\\boxed{15\\%}", "14"), 0.0);
+  EXPECT_EQ(reward("\\boxed{1400}", "14%"), 0.0);
+  EXPECT_EQ(reward("\\boxed{30\\%}", "$25\\%$"), 0.0);
+  // Past 128 bits, so compared on the general path rather than the fast one.
+  const std::string big = "1234567890123456789012345678901234567890";
+  EXPECT_EQ(reward("\\boxed{" + big + "\\%}", big), 1.0);
+  EXPECT_EQ(reward("\\boxed{" + big + "}", "$" + big + "\\%$"), 1.0);
+  EXPECT_EQ(reward("\\boxed{" + big + "\\%}", big + "1"), 0.0);
+  // Element by element in sets and tuples, as sympy_expr_eq is applied there.
+  EXPECT_EQ(reward("\\boxed{14\\%}, \\boxed{15\\%}", "$\\{14, 15\\}$"), 1.0);
+  EXPECT_EQ(reward("\\boxed{14\\%}, \\boxed{16\\%}", "$\\{14, 15\\}$"), 0.0);
+  EXPECT_EQ(reward("\\boxed{(14\\%, 15\\%)}", "$(14, 15)$"), 1.0);
+  // A decimal on either side: both are rounded values, the percent applied.
+  EXPECT_EQ(reward("\\boxed{0.14}", "14%"), 1.0);
+  EXPECT_EQ(reward("\\boxed{14\\%}", "0.14"), 1.0);
+  EXPECT_EQ(reward("\\boxed{14.5\\%}", "14.5"), 0.0);
+  EXPECT_EQ(reward("\\boxed{14.0}", "14%"), 0.0);
+  EXPECT_EQ(reward("\\boxed{14\\%}", "14.0"), 0.0);
+  EXPECT_EQ(reward("\\boxed{\\frac{7}{50}}", "14%"), 1.0);  // a fraction: by value too
+  // sympy keeps "-14\%" as -1*14*(1/100), no longer a percentage of a number.
+  EXPECT_EQ(reward("\\boxed{-14\\%}", "-14"), 0.0);
+  EXPECT_EQ(reward("\\boxed{-14}", "$-14\\%$"), 0.0);
+  // A matrix is evaluated (the percent applied) before its cells are compared.
+  EXPECT_EQ(reward("\\boxed{\\begin{pmatrix} 14\\% \\\\ 15 \\end{pmatrix}}",
+                   "$\\begin{pmatrix} 14 \\\\ 15 \\end{pmatrix}$"),
+            0.0);
+  // An equation compares the difference of its sides, which is no number.
+  EXPECT_EQ(reward("\\boxed{x = 14\\%}", "$x = 14$"), 0.0);
 }
 
 TEST(MathVerifyEquiv, Numbers) {

@@ -135,7 +135,14 @@ class Equiv {
 
   std::optional<cln::cl_I> round6(const ex& e);
 
-  bool numeric_eq(const Value& g, const Value& p);
+  // percent_as_whole: compare "14\%" with 14 as 0.9.0 does; off inside a
+  // matrix, whose cells sympy evaluates (the percent applied) before comparing.
+  bool numeric_eq(const Value& g, const Value& p, bool percent_as_whole = true);
+
+  // The whole number a value stands for in that comparison: 14 for "14\%",
+  // 14 for "\frac{28}{2}"; nullopt unless it is sympy's Integer or a
+  // percentage of one.
+  static std::optional<ex> whole_number(const Value& v);
 
   // |g - p| negligible when both are numbers.
   bool numerically_zero(const ex& g, const ex& p);

@@ -103,6 +103,15 @@ bool node_is_float(const Node& n) {
   }
 }
 
+bool node_is_percent_of_whole(const Node& n) {
+  return n.type == T::Percent && n.kids[0].type == T::Number && !node_is_float(n.kids[0]);
+}
+
+bool node_has_percent(const Node& n) {
+  if (n.type == T::Neg) return node_has_percent(n.kids[0]);
+  return n.type == T::Percent;
+}
+
 std::optional<Node> parse_latex(std::string_view normalized) {
   if (auto n = parse_once(normalized)) return n;
   // Like Math-Verify, retry a chain "a = b = c" on its last part.

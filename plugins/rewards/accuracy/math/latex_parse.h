@@ -31,4 +31,13 @@ bool node_is_atomic(const Node& n);
 // An atomic number written with a decimal point (compared after rounding).
 bool node_is_float(const Node& n);
 
+// A percentage of a whole-number literal ("14\%"): Math-Verify 0.9.0's
+// sympy_numeric_eq compares it with a whole number by the number before the
+// percent sign ("9% == 9"), so these need telling apart from other percentages.
+bool node_is_percent_of_whole(const Node& n);
+
+// A percentage, alone or negated: sympy keeps "-14\%" as -1*14*(1/100), which
+// is no longer a percentage of a number and so never compared as a whole one.
+bool node_has_percent(const Node& n);
+
 }  // namespace grpo::math

@@ -120,11 +120,19 @@ std::optional<cln::cl_I> Equiv::round6(const ex& e) {
   return cln::round1(r->v * 1000000);
 }
 
-bool Equiv::numeric_eq(const Value& g, const Value& p) {
+std::optional<ex> Equiv::whole_number(const Value& v) {
+  if (!v.atomic || v.is_float || !v.node) return std::nullopt;
+  if (node_is_percent_of_whole(*v.node)) return v.ex * 100;
+  if (node_has_percent(*v.node)) return std::nullopt;
+  if (is_a<numeric>(v.ex) && ex_to<numeric>(v.ex).is_integer()) return v.ex;
+  return std::nullopt;
+}
+
+bool Equiv::numeric_eq(const Value& g, const Value& p, bool percent_as_whole) {
   if (g.kind == Kind::Matrix || p.kind == Kind::Matrix) {
     if (g.kind != p.kind || g.rows != p.rows || g.cols != p.cols) return false;
     for (size_t k = 0; k < g.items.size(); ++k) {
-      if (!numeric_eq(g.items[k], p.items[k]) && !symbolic_eq(g.items[k], p.items[k])) return false;
+      if (!numeric_eq(g.items[k], p.items[k], false) && !symbolic_eq(g.items[k], p.items[k])) return false;
     }
     return true;
   }
@@ -133,6 +141,12 @@ bool Equiv::numeric_eq(const Value& g, const Value& p) {
       auto a = round6(g.ex);
       auto b = round6(p.ex);
       return a && b && *a == *b;
+    }
+    // Math-Verify 0.9.0 (sympy_numeric_eq): "9% == 9" when both sides are whole
+    // numbers or percentages of one, so "14\%" scores against 14; 0.7.0 did not.
+    if (percent_as_whole) {
+      const auto a = whole_number(g), b = whole_number(p);
+      if (a && b) return a->is_equal(*b);
     }
     return g.ex.is_equal(p.ex);
   }
