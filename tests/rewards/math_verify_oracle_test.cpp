@@ -7,7 +7,6 @@
 // covers the forms a model writes in bulk and follows the pinned library.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -24,9 +23,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The share of cases that must agree; what stays apart is listed in
-// docs/rewards.md with the reason.
-constexpr double kMinAgreement = 0.995;
+// The disagreements docs/rewards.md lists with their reasons (2,394 of 2,400
+// agree). The seed and the pinned Math-Verify give the same cases and verdicts
+// on every run, so the bound is that list plus two for a verdict Math-Verify
+// times out on when the machine is loaded: a share such as 99.5% (12 cases)
+// would let a lost rule pass, e.g. 0.9.0's "9% == 9", worth three cases.
+constexpr int kDocumentedDisagreements = 6;
+constexpr int kTimeoutAllowance = 2;
 
 std::string read_all(const fs::path& path) {
   std::ifstream in(path);
@@ -97,7 +100,7 @@ TEST(MathVerifyOracle, AgreesWithLiveMathVerify) {
   // An oracle that judges everything alike would agree with a broken reward.
   EXPECT_GT(theirs_correct, n / 5) << "too few cases judged correct: is the oracle broken?";
   EXPECT_GT(n - theirs_correct, n / 5) << "too few cases judged wrong: is the oracle broken?";
-  EXPECT_GE(agree, static_cast<int>(std::ceil(kMinAgreement * n)))
+  EXPECT_LE(n - agree, kDocumentedDisagreements + kTimeoutAllowance)
       << summary.str() << "disagreements:\n" << report.str();
   fs::remove_all(dir);
 }
