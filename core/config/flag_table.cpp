@@ -82,7 +82,7 @@ std::vector<FlagSpec> build_table() {
   add(boolean("dataset_shuffle", true, "shuffle the training prompts"));
   add(boolean("skip_bad_rows", false,
               "skip (and count) dataset rows that cannot be used instead of stopping at the first one"));
-  add(text("system", nullptr, "system prompt, or the path of a file that holds it"));
+  add(text("system", nullptr, "system prompt, or the path of a file that holds it (args.yaml records its text)"));
   add(text("template", nullptr,
            "chat format: chatml | qwen2 | qwen2_5 | qwen3 | llama3 | llama3_1 | jinja (the model's own template; unset: read from tokenizer_config.json)")
           .hint("NAME"));
