@@ -156,9 +156,11 @@ TEST(SwiftGuideCommand, SingleGpuLoraCommandRunsVerbatimOnTheCpu) {
 // elsewhere, the path would silently become the system prompt. ms-swift refuses it, and so does grpo-host.
 TEST(SwiftGuideCommand, SystemTxtThatIsNoFileIsRefused) {
   const std::string dir = tiny_run_dir("swift_guide_system_txt");
+  // Otherwise a valid run (one short step), so that the exit status is the missing file's alone.
   CommandResult r = run_host("rlhf --rlhf_type grpo --model " + dir + "/model --dataset " + dir +
-                             "/rows.jsonl --reward_funcs format --system examples/train/grpo/prompt.txt --output_dir " +
-                             dir + "/out");
+                             "/rows.jsonl --reward_funcs format --num_generations 2 --per_device_train_batch_size 2 "
+                             "--max_completion_length 4 --max_steps 1 --report_to none "
+                             "--system examples/train/grpo/prompt.txt --output_dir " + dir + "/out");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("system examples/train/grpo/prompt.txt (--system) names a .txt file that does not exist"),
             std::string::npos)
