@@ -250,9 +250,10 @@ std::vector<FlagSpec> build_table() {
           .refuse_value("neptune", "Neptune " + python_trackers)
           .refuse_value("clearml", "ClearML " + python_trackers)
           .finish(finish_report_to));
-  add(integer("dataloader_num_workers", 1, "threads preparing batches in the background (0: none)")
+  // Kept for ms-swift scripts; no command reads them yet, and warn_unused_flags says so when one is given.
+  add(integer("dataloader_num_workers", 1, "accepted, no effect yet: batches are built in the training loop")
           .at_least(0));
-  add(integer("dataset_num_proc", 1, "threads preprocessing (tokenising) the dataset").at_least(1));
+  add(integer("dataset_num_proc", 1, "accepted, no effect yet: prompts are tokenised once at start-up").at_least(1));
   add(integer("num_threads", 0, "CPU threads for compute (0: one per core)").at_least(0));
 
   // ---- Flags of ms-swift scripts ----

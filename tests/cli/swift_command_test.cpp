@@ -84,6 +84,14 @@ TEST(SwiftGuideCommand, SingleGpuLoraCommandRunsVerbatimOnTheCpu) {
   CommandResult r = run_host(command, "CUDA_VISIBLE_DEVICES=0");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find(" on cpu in bfloat16 for 2 steps"), std::string::npos) << r.output;
+  // Every flag is read by the trainer except the two ms-swift DataLoader settings, which say so (cli.md:
+  // never silently ignored).
+  for (const char* flag : {"dataloader_num_workers", "dataset_num_proc"})
+    EXPECT_NE(r.output.find(std::string("--") + flag + " is accepted but has no effect"), std::string::npos) << flag;
+  size_t no_effect = 0;
+  for (size_t at = r.output.find("has no effect"); at != std::string::npos; at = r.output.find("has no effect", at + 1))
+    ++no_effect;
+  EXPECT_EQ(no_effect, 2u) << r.output;
   const std::string out = dir + "/output";
 
   // args.yaml: the values as given, and the system prompt's text (as ms-swift's args.json holds it).
