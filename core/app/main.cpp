@@ -25,6 +25,7 @@ constexpr const char* kUsage = R"(usage: grpo-host [COMMAND] [--config x.yaml] [
 
 commands:
   train      GRPO / DAPO training (the default when no command is given)
+  rlhf       the same as train, so that `swift rlhf --rlhf_type grpo ...` scripts run with swift replaced
   sft        supervised fine-tuning on each row's answer (the last assistant turn, or `response`)
   evaluate   generate once per row (greedy; --sample to sample) and score: --model DIR --dataset rows.jsonl
              --reward_funcs accuracy format
@@ -109,7 +110,9 @@ int main(int argc, char** argv) {
     if (command == "init-model") return grpo::app::run_init_model_command(args);
     if (command == "generate") return grpo::app::run_generate_command(args);
     if (command == "evaluate") return grpo::app::run_evaluate_command(args);
-    if (command == "train") return run_train_command(args, std::vector<std::string>(argv, argv + argc));
+    // ms-swift trains GRPO as `swift rlhf --rlhf_type grpo`; the ranks a launch starts get the same argv.
+    if (command == "train" || command == "rlhf")
+      return run_train_command(args, std::vector<std::string>(argv, argv + argc));
     if (command == "sft") {
       grpo::trainer::run_sft(
           grpo::trainer::SftSettings::from(grpo::config::parse(args, grpo::config::ParseOptions{{}, 0, false}).config));

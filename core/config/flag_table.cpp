@@ -82,7 +82,7 @@ std::vector<FlagSpec> build_table() {
   add(boolean("dataset_shuffle", true, "shuffle the training prompts"));
   add(boolean("skip_bad_rows", false,
               "skip (and count) dataset rows that cannot be used instead of stopping at the first one"));
-  add(text("system", nullptr, "system prompt, or the path of a file that holds it"));
+  add(text("system", nullptr, "system prompt, or the path of a file that holds it (args.yaml records its text)"));
   add(text("template", nullptr,
            "chat format: chatml | qwen2 | qwen2_5 | qwen3 | llama3 | llama3_1 | jinja (the model's own template; unset: read from tokenizer_config.json)")
           .hint("NAME"));
@@ -250,9 +250,10 @@ std::vector<FlagSpec> build_table() {
           .refuse_value("neptune", "Neptune " + python_trackers)
           .refuse_value("clearml", "ClearML " + python_trackers)
           .finish(finish_report_to));
-  add(integer("dataloader_num_workers", 1, "threads preparing batches in the background (0: none)")
+  // Kept for ms-swift scripts; no command reads them yet, and warn_unused_flags says so when one is given.
+  add(integer("dataloader_num_workers", 1, "accepted, no effect yet: batches are built in the training loop")
           .at_least(0));
-  add(integer("dataset_num_proc", 1, "threads preprocessing (tokenising) the dataset").at_least(1));
+  add(integer("dataset_num_proc", 1, "accepted, no effect yet: prompts are tokenised once at start-up").at_least(1));
   add(integer("num_threads", 0, "CPU threads for compute (0: one per core)").at_least(0));
 
   // ---- Flags of ms-swift scripts ----

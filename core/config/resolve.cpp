@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <numeric>
 #include <optional>
 
@@ -27,6 +29,7 @@ class Resolver {
     resolve_batch_geometry();
     follow("eval_steps", "save_steps");
     resolve_sampler();
+    read_system_file();
   }
 
  private:
@@ -352,6 +355,28 @@ class Resolver {
     origin += "derived from ";
     for (size_t i = 0; i < added.size(); ++i) origin += (i ? " and " : "") + added[i];
     derive("sampler_args", args, origin);
+  }
+
+  // `system` naming a file: args.yaml records the file's text, as ms-swift's args.json does, so the run
+  // can be repeated from it after the file changed. A `.txt` value that is no file is refused, as
+  // ms-swift refuses it: run from another directory, the path itself would become the prompt.
+  void read_system_file() {
+    const json& v = value("system");
+    if (!v.is_string() || problems_.touches({"system"})) return;
+    const std::string path = v.get<std::string>();
+    if (path.empty() || path.size() > 4096 || path.find('\n') != std::string::npos) return;
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) {
+      const bool txt = path.size() > 4 && path.compare(path.size() - 4, 4, ".txt") == 0;
+      if (txt)
+        problems_.add(shown("system") + " names a .txt file that does not exist here (the working directory is " +
+                          std::filesystem::current_path(ec).string() + "); give the file's path, or the prompt text",
+                      "system");
+      return;
+    }
+    std::ifstream in(path, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!in.bad()) derive("system", text, "read from " + path);
   }
 
   Config& config_;
