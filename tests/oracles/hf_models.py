@@ -8,6 +8,7 @@ Commands (every output path is given by the caller, a temporary folder):
                                   ... with a PEFT adapter directory on top (peft.PeftModel)
   peft <model> <adapter>          a LoRA adapter with non-zero factors saved by peft for <model>, and
                                   the adapted model's logits (<adapter>/oracle.safetensors)
+Several commands joined by "+" run in order in one process.
 
 Each oracle.safetensors holds input_ids [B, T], attention_mask [B, T] (left, none and right padding)
 and logits [B, T, V] in float32. Position ids are counted from the mask, as generate() counts them:
@@ -27,6 +28,7 @@ except ImportError as e:  # the test prints this: it names the fix
 
 transformers.utils.logging.disable_progress_bar()
 SCALE = 0.2  # weights ten times transformers' 0.02, so a wrong term changes the logits visibly
+ADAPTER_SCALE = 0.1  # LoRA factors: the adapter moves logits by a few units, activations stay the base's size
 
 
 # Qwen2.5-0.5B-Instruct's config.json as released (transformers 4.43 wrote it), shrunk: the keys sit
@@ -144,14 +146,14 @@ def make_peft(model_dir, adapter_dir):
     with torch.no_grad():
         for name, p in adapted.named_parameters():
             if "lora_" in name:  # B is zero after PEFT's init: draw both so the adapter changes the output
-                p.copy_(SCALE * torch.randn(p.shape, generator=g))
+                p.copy_(ADAPTER_SCALE * torch.randn(p.shape, generator=g))
     adapted.save_pretrained(adapter_dir)
     adapted.eval()
     out = os.path.join(adapter_dir, "oracle.safetensors")
     safetensors.torch.save_file(logits_of(adapted, model.config.vocab_size), out)
 
 
-def main(argv):
+def run(argv):
     if len(argv) >= 2 and argv[0] == "make":
         unknown = set(argv[2:]) - set(configs())
         if unknown:
@@ -165,6 +167,17 @@ def main(argv):
         make_peft(argv[1], argv[2])
     else:
         sys.exit(__doc__)
+
+
+def main(argv):
+    # Commands joined by "+" run in one process: importing transformers takes most of a call's time.
+    command = []
+    for arg in argv + ["+"]:
+        if arg != "+":
+            command.append(arg)
+            continue
+        run(command)
+        command = []
     print(f"transformers {transformers.__version__}, torch {torch.__version__}")
 
 
