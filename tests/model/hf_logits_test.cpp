@@ -38,6 +38,9 @@ void expect_features(const std::string& arch, const ModelConfig& c) {
     EXPECT_EQ(c.rope_scaling->original_max_position_embeddings, 64);
     EXPECT_EQ(c.rope_theta, 500000.0);
     EXPECT_EQ(c.eos_token_ids, (std::vector<int64_t>{2, 3}));
+  } else if (arch == "llama-bias") {
+    EXPECT_TRUE(c.attention_bias);
+    EXPECT_TRUE(c.o_proj_bias);
   }
   EXPECT_LT(c.num_key_value_heads, c.num_attention_heads) << "grouped-query attention";
 }
@@ -70,4 +73,7 @@ TEST_P(HfLogitsTest, TransformersCheckpointGivesTransformersLogits) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, HfLogitsTest, ::testing::ValuesIn(grpo::test::kHfArchitectures),
+                         grpo::test::arch_test_name);
+// A configuration the code supports beyond the released models (tests/oracles/hf_models.py).
+INSTANTIATE_TEST_SUITE_P(AttentionBias, HfLogitsTest, ::testing::Values(std::string("llama-bias")),
                          grpo::test::arch_test_name);

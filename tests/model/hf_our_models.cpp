@@ -1,5 +1,7 @@
 #include "hf_our_models.h"
 
+#include <cctype>
+
 #include "hf_oracle.h"
 #include "model/presets.h"
 
@@ -32,7 +34,7 @@ model::CausalLM our_model(const std::string& arch, uint64_t seed) {
 std::string arch_test_name(const ::testing::TestParamInfo<std::string>& info) {
   std::string name = info.param;
   for (char& ch : name)
-    if (ch == '.') ch = '_';
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   return name;
 }
 

@@ -14,7 +14,7 @@ namespace grpo::test {
 // parameter drawn from `seed` (randomize_all).
 model::CausalLM our_model(const std::string& arch, uint64_t seed);
 
-// Test names from parameters: "qwen2.5" -> "qwen2_5".
+// Test names from parameters: "qwen2.5" -> "qwen2_5", "llama-bias" -> "llama_bias".
 std::string arch_test_name(const ::testing::TestParamInfo<std::string>& info);
 
 }  // namespace grpo::test

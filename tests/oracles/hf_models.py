@@ -67,6 +67,8 @@ def configs(vocab=300):
                                                          "original_max_position_embeddings": 64},
                                            attention_bias=False, mlp_bias=False, bos_token_id=1,
                                            eos_token_id=[2, 3]),
+        # Llama with attention_bias: q/k/v and o_proj biases (no released Llama 3 has them; the code allows it).
+        "llama-bias": transformers.LlamaConfig(**small, tie_word_embeddings=True, attention_bias=True, mlp_bias=False),
     }
 
 
