@@ -45,7 +45,7 @@ TEST_P(HfPeftTest, OurLoraCheckpointLoadsInPeftAndMergedInTransformers) {
   apply_lora(*lm, lora);
   {
     torch::NoGradGuard no_grad;
-    at::Generator gen = at::detail::createCPUGenerator(5);  // B non-zero, A as large as PEFT's draw
+    at::Generator gen = at::detail::createCPUGenerator(5);  // B non-zero (PEFT starts it at zero)
     for (at::Tensor& p : adapter_parameters(*lm)) p.copy_(0.1 * at::normal(0.0, 1.0, p.sizes(), gen, p.options()));
   }
   lm->eval();
