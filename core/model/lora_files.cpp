@@ -66,7 +66,12 @@ std::vector<std::string> read_targets(const json& config, const fs::path& path) 
   } else if (t.is_array()) {
     for (const json& n : t) {
       if (!n.is_string()) fail(path, "target_modules holds a non-string " + n.dump());
-      names.push_back(n.get<std::string>());
+      // PEFT matches an entry as a module name's dotted suffix, and saves
+      // "all-linear" as the qualified names ("model.layers.0.self_attn.q_proj").
+      // Adapters attach here to every layer, so a file that adapts only some
+      // fails on its missing tensors below rather than loading wrongly.
+      const std::string name = n.get<std::string>();
+      names.push_back(name.substr(name.rfind('.') + 1));
     }
   } else {
     fail(path, "target_modules must be a list of module names or \"all-linear\", got " + t.dump());

@@ -133,13 +133,24 @@ const ArchInfo& resolve_arch(const Reader& r) {
   r.fail("model_type", fmt::format("'{}' is not supported (supported: {})", model_type, supported_archs()));
 }
 
+// transformers 5 writes RoPE settings as rope_parameters {rope_type, rope_theta, factor, ...}; older
+// files as rope_scaling beside a top-level rope_theta. transformers 5 reads a non-null rope_scaling
+// before rope_parameters, and a rope_theta inside that object before the top-level one.
+const char* rope_key(const Reader& top) { return top.get("rope_scaling") ? "rope_scaling" : "rope_parameters"; }
+
 std::optional<RopeScaling> parse_rope_scaling(const Reader& top, const std::string& source) {
-  const json* value = top.get("rope_scaling");
+  const std::string key = rope_key(top);
+  const json* value = top.get(key);
   if (value == nullptr) return std::nullopt;
-  if (!value->is_object()) top.fail("rope_scaling", fmt::format("expected an object or null, got {}", value->dump()));
-  const Reader r(*value, source, "rope_scaling.");
+  if (!value->is_object()) top.fail(key, fmt::format("expected an object or null, got {}", value->dump()));
+  const Reader r(*value, source, key + ".");
   // transformers renamed "type" to "rope_type" and still reads both.
-  const std::string type = r.string("rope_type", r.string("type", ""));
+  std::string type = r.string("rope_type", r.string("type", ""));
+  if (type.empty() && key == "rope_parameters") {
+    for (const auto& [name, nested] : value->items())
+      if (nested.is_object()) r.fail(name, "RoPE parameters per layer type are not supported");
+    type = "default";  // as transformers 5 fills it in
+  }
   if (type.empty()) r.fail("rope_type", "missing");
   if (type == "default") return std::nullopt;
   RopeScaling out;
@@ -162,6 +173,14 @@ std::optional<RopeScaling> parse_rope_scaling(const Reader& top, const std::stri
   return out;
 }
 
+double parse_rope_theta(const Reader& top, const std::string& source) {
+  const double theta = top.number("rope_theta", 10000.0);
+  const std::string key = rope_key(top);
+  const json* value = top.get(key);
+  if (value == nullptr || !value->is_object()) return theta;
+  return Reader(*value, source, key + ".").number("rope_theta", theta);
+}
+
 std::vector<int64_t> parse_token_ids(const Reader& r, const std::string& key) {
   const json* value = r.get(key);
   if (value == nullptr) return {};
@@ -176,6 +195,43 @@ std::vector<int64_t> parse_token_ids(const Reader& r, const std::string& key) {
 void set_if_changed(json& out, const char* key, const json& value) {
   const auto it = out.find(key);
   if (it == out.end() || *it != value) out[key] = value;
+}
+
+// The scaling's fields written over `object` (a rope_scaling or rope_parameters object).
+json with_scaling(json object, const std::optional<RopeScaling>& scaling) {
+  object.erase("type");
+  for (const char* key : {"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"})
+    object.erase(key);
+  object["rope_type"] = scaling ? scaling->type : "default";
+  if (scaling) object["factor"] = scaling->factor;
+  if (scaling && scaling->type == "llama3") {
+    object["low_freq_factor"] = scaling->low_freq_factor;
+    object["high_freq_factor"] = scaling->high_freq_factor;
+    object["original_max_position_embeddings"] = scaling->original_max_position_embeddings;
+  }
+  return object;
+}
+
+// In the layout the file came in (see rope_key), so that transformers 4 and 5 read back what was read.
+void write_rope(json& out, double theta, const std::optional<RopeScaling>& scaling) {
+  const bool legacy_scaling = out.contains("rope_scaling") && !out["rope_scaling"].is_null();
+  if (!legacy_scaling && out.contains("rope_parameters") && out["rope_parameters"].is_object()) {
+    json params = with_scaling(out["rope_parameters"], scaling);
+    params["rope_theta"] = theta;
+    set_if_changed(out, "rope_parameters", params);
+    if (out.contains("rope_theta")) set_if_changed(out, "rope_theta", theta);
+    return;
+  }
+  set_if_changed(out, "rope_theta", theta);
+  if (scaling) {
+    const bool has_object = legacy_scaling && out["rope_scaling"].is_object();
+    set_if_changed(out, "rope_scaling", with_scaling(has_object ? out["rope_scaling"] : json::object(), scaling));
+  } else if (out.contains("rope_scaling")) {
+    // Keep an explicit {"rope_type": "default"}: it means the same as null.
+    const json& old = out["rope_scaling"];
+    const bool is_default = old.is_object() && old.value("rope_type", old.value("type", "")) == "default";
+    if (!is_default) out["rope_scaling"] = nullptr;
+  }
 }
 
 }  // namespace
@@ -233,7 +289,7 @@ ModelConfig ModelConfig::from_json(const json& config, const std::string& source
   c.max_position_embeddings = r.optional_positive("max_position_embeddings", arch.default_max_position_embeddings);
   c.rms_norm_eps = r.number("rms_norm_eps", 1e-6);
   if (!(c.rms_norm_eps > 0)) r.fail("rms_norm_eps", fmt::format("must be positive, got {}", c.rms_norm_eps));
-  c.rope_theta = r.number("rope_theta", 10000.0);
+  c.rope_theta = parse_rope_theta(r, source);
   if (!(c.rope_theta > 0)) r.fail("rope_theta", fmt::format("must be positive, got {}", c.rope_theta));
   c.rope_scaling = parse_rope_scaling(r, source);
   c.tie_word_embeddings = r.boolean("tie_word_embeddings", false);
@@ -271,25 +327,7 @@ json ModelConfig::to_json() const {
   if (out.contains("head_dim") || !head_dim_derived) set_if_changed(out, "head_dim", head_dim);
   set_if_changed(out, "max_position_embeddings", max_position_embeddings);
   set_if_changed(out, "rms_norm_eps", rms_norm_eps);
-  set_if_changed(out, "rope_theta", rope_theta);
-  if (rope_scaling) {
-    json scaling =
-        out.contains("rope_scaling") && out["rope_scaling"].is_object() ? out["rope_scaling"] : json::object();
-    scaling.erase("type");
-    scaling["rope_type"] = rope_scaling->type;
-    scaling["factor"] = rope_scaling->factor;
-    if (rope_scaling->type == "llama3") {
-      scaling["low_freq_factor"] = rope_scaling->low_freq_factor;
-      scaling["high_freq_factor"] = rope_scaling->high_freq_factor;
-      scaling["original_max_position_embeddings"] = rope_scaling->original_max_position_embeddings;
-    }
-    set_if_changed(out, "rope_scaling", scaling);
-  } else if (out.contains("rope_scaling")) {
-    // Keep an explicit {"rope_type": "default"}: it means the same as null.
-    const json& old = out["rope_scaling"];
-    const bool is_default = old.is_object() && old.value("rope_type", old.value("type", "")) == "default";
-    if (!is_default) out["rope_scaling"] = nullptr;
-  }
+  write_rope(out, rope_theta, rope_scaling);
   set_if_changed(out, "tie_word_embeddings", tie_word_embeddings);
   if (arch != Arch::Qwen2) set_if_changed(out, "attention_bias", attention_bias);
   if (!torch_dtype.empty()) {

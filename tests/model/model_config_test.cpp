@@ -283,6 +283,40 @@ TEST(ModelConfig, ToJsonWritesBackRawWithUpdates) {
   EXPECT_EQ(ModelConfig::from_json(kQwen3_06B, "q3").to_json(), kQwen3_06B);
 }
 
+// transformers 5 saves RoPE settings only inside rope_parameters: read from there (its rope_theta
+// before a top-level one, as transformers reads them) and written back there, not beside it.
+TEST(ModelConfig, Transformers5RopeParametersReadAndWrittenInPlace) {
+  json llama = kLlama32_1B;  // as transformers 5 saves Llama-3.2-1B
+  llama.erase("rope_scaling");
+  llama.erase("rope_theta");
+  llama["rope_parameters"] = {{"factor", 32.0}, {"high_freq_factor", 4.0}, {"low_freq_factor", 1.0},
+                              {"original_max_position_embeddings", 8192}, {"rope_theta", 500000.0},
+                              {"rope_type", "llama3"}};
+  ModelConfig c = ModelConfig::from_json(llama, "llama5");
+  EXPECT_EQ(c.rope_theta, 500000.0);
+  ASSERT_TRUE(c.rope_scaling.has_value());
+  EXPECT_EQ(c.rope_scaling->type, "llama3");
+  EXPECT_EQ(c.rope_scaling->factor, 32.0);
+  EXPECT_EQ(c.to_json(), llama);
+  c.rope_theta = 1e6;
+  c.rope_scaling.reset();
+  const json out = c.to_json();
+  EXPECT_EQ(out.at("rope_parameters"), json({{"rope_theta", 1e6}, {"rope_type", "default"}}));
+  EXPECT_FALSE(out.contains("rope_theta"));
+  EXPECT_FALSE(out.contains("rope_scaling"));
+  llama["rope_theta"] = 10000.0;  // stale beside it: rope_parameters wins
+  EXPECT_EQ(ModelConfig::from_json(llama, "llama5").rope_theta, 500000.0);
+
+  json qwen = kQwen3_06B;  // rope_scaling null: rope_parameters holds the settings, its type defaulted
+  qwen.erase("rope_theta");
+  qwen["rope_parameters"] = {{"rope_theta", 5e6}};
+  const ModelConfig q = ModelConfig::from_json(qwen, "qwen5");
+  EXPECT_EQ(q.rope_theta, 5e6);
+  EXPECT_FALSE(q.rope_scaling.has_value());
+  qwen["rope_parameters"] = {{"full_attention", {{"rope_theta", 5e6}, {"rope_type", "default"}}}};
+  expect_config_error(qwen, {"'rope_parameters.full_attention'", "per layer type"});
+}
+
 // The fixture's tensors, rewritten into `dir` after `edit`.
 CheckpointFiles edited_fixture(const std::string& name, const std::function<void(std::vector<TensorView>&)>& edit) {
   const auto source = SafetensorsFile::open(kTinyQwen2 + "/model.safetensors");
