@@ -25,6 +25,12 @@ void RunLog::add(const std::map<std::string, double>& metrics) {
   for (const auto& [name, value] : metrics) {
     if (std::isnan(value)) continue;  // no value this step (as TRL's nanmean skips NaN)
     auto& [sum, count] = window_[name];
+    // The run's position, not a measurement: logged as it stands at the end of the window, as
+    // transformers' Trainer logs it (a mean would put `epoch` 0.3 on the line of step 5 of 10).
+    if (name == "epoch" || name == "learning_rate") {
+      sum = value, count = 1;
+      continue;
+    }
     sum += value;
     ++count;
   }

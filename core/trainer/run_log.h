@@ -1,4 +1,5 @@
-// Training metrics: averaged over each logging window, appended to
+// Training metrics: averaged over each logging window (the run's position,
+// epoch and learning_rate, taken at its end), appended to
 // output_dir/logging.jsonl (and to TensorBoard event files under
 // output_dir/runs when asked), and printed as one line.
 #pragma once
