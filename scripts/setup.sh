@@ -93,10 +93,11 @@ install_pins "$VENV" "${PYPI_PINS[@]}"
 # --peers: the programs users compare us with, for bench/peers. TRL goes into
 # the project's venv beside the oracles. ms-swift 4.6 pins transformers < 5.20,
 # trl 0.29 and peft 0.20, which conflict with the oracles' pins, so it gets a
-# venv of its own ($GRPO_SWIFT_VENV, default .venv-swift).
+# venv of its own ($GRPO_SWIFT_VENV, default .venv-swift). Its GRPO trainer imports msgspec, which
+# its package does not require.
 if [[ " $* " == *" --peers "* ]]; then
   install_pins "$VENV" "trl==1.16.0"
   SWIFT_VENV="${GRPO_SWIFT_VENV:-$(dirname "$VENV")/.venv-swift}"
   [ -x "$SWIFT_VENV/bin/pip" ] || python3 -m venv "$SWIFT_VENV"
-  install_pins "$SWIFT_VENV" "torch==$TORCH_PIN" "ms-swift==4.6.0" "math-verify==0.9.0"
+  install_pins "$SWIFT_VENV" "torch==$TORCH_PIN" "ms-swift==4.6.0" "math-verify==0.9.0" "msgspec==0.23.0"
 fi
