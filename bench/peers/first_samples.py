@@ -5,7 +5,6 @@ a gap larger than the seeds' spread would move the learning curves apart from th
 
   .venv/bin/python bench/peers/first_samples.py --model output/quickstart/sft/checkpoint-600
 """
-import argparse
 import json
 import os
 import re
@@ -18,9 +17,8 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from learning_curve import task_arguments  # noqa: E402
 from trl_grpo import accuracy  # noqa: E402  the reward TRL's run scores with
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def ours(a, rows_path, seed):
@@ -49,11 +47,7 @@ def transformers_generate(a, rows, seed):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--model", required=True)
-    p.add_argument("--dataset", default=os.path.join(ROOT, "configs/quickstart/train.jsonl"))
-    p.add_argument("--grpo_host", default=os.path.join(ROOT, "build/bin/grpo-host"))
-    p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    p = task_arguments()
     p.add_argument("--repeats", type=int, default=8)
     a = p.parse_args()
     torch.set_num_threads(os.cpu_count())

@@ -58,12 +58,18 @@ def run_trl(a, seed, out):
     return [(r["rewards/accuracy/mean"], r["step_s"]) for r in read_steps(log)]
 
 
-def main():
+def task_arguments():
+    """The task's model, rows, seeds and our binary: the flags every program of bench/peers takes."""
     p = argparse.ArgumentParser()
     p.add_argument("--model", required=True)
     p.add_argument("--dataset", default=os.path.join(ROOT, "configs/quickstart/train.jsonl"))
     p.add_argument("--grpo_host", default=os.path.join(ROOT, "build/bin/grpo-host"))
     p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    return p
+
+
+def main():
+    p = task_arguments()
     p.add_argument("--steps", type=int, default=60)
     p.add_argument("--window", type=int, default=10)
     p.add_argument("--threads", type=int, default=os.cpu_count())

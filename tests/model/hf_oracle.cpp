@@ -6,13 +6,11 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
 #include "model/safetensors.h"
+#include "oracles/python_oracle.h"
 #include "model/weights.h"
 
 namespace grpo::test {
@@ -27,16 +25,9 @@ std::string fresh_dir(const std::string& name) {
 }
 
 void run_hf_oracle(const std::string& args, const std::string& log_dir) {
-  const std::string log = log_dir + "/oracle.log";
-  const std::string command = "'" GRPO_PYTHON "' '" GRPO_SOURCE_DIR "/tests/oracles/hf_models.py' " + args + " > '" +
-                              log + "' 2>&1";
-  const int status = std::system(command.c_str());
-  std::stringstream output;
-  output << std::ifstream(log).rdbuf();
-  ASSERT_EQ(status, 0) << command << "\n"
-                       << output.str()
-                       << "\n(the oracles need the pinned transformers and peft in the Python of the LibTorch "
-                          "wheel, " GRPO_PYTHON ": run scripts/setup.sh)";
+  const std::string failure =
+      run_python(oracle_script("hf_models.py") + " " + args, fs::path(log_dir) / "oracle.log");
+  ASSERT_TRUE(failure.empty()) << failure;
 }
 
 HfLogits read_hf_logits(const std::string& path) {

@@ -14,10 +14,10 @@
 #include <sstream>
 #include <string>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "math_verify.h"
+#include "oracles/python_oracle.h"
 
 namespace fs = std::filesystem;
 
@@ -41,15 +41,10 @@ std::string read_all(const fs::path& path) {
 // Runs the generator on the project's Python (-B: no bytecode written into the
 // source tree); the cases as JSON, or a failure that says what to do.
 ::testing::AssertionResult run_oracle(const fs::path& dir, nlohmann::json* doc) {
-  const fs::path out = dir / "cases.json", log = dir / "oracle.log";
-  const std::string cmd = "'" GRPO_PYTHON "' -B '" GRPO_SOURCE_DIR "/tests/oracles/math_verify_cases.py' '" +
-                          out.string() + "' > '" + log.string() + "' 2>&1";
-  const int status = std::system(cmd.c_str());
-  const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  if (rc != 0 || !fs::exists(out))
-    return ::testing::AssertionFailure()
-           << "the Math-Verify oracle did not run on " GRPO_PYTHON " (exit status " << rc << "):\n"
-           << read_all(log) << "\nRun scripts/setup.sh: it installs the pinned math-verify there.";
+  const fs::path out = dir / "cases.json";
+  const std::string failure = grpo::test::run_python(
+      "-B " + grpo::test::oracle_script("math_verify_cases.py") + " '" + out.string() + "'", dir / "oracle.log");
+  if (!failure.empty()) return ::testing::AssertionFailure() << failure;
   try {
     *doc = nlohmann::json::parse(read_all(out));
   } catch (const std::exception& e) {
