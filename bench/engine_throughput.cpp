@@ -1,17 +1,21 @@
 // Generation engine throughput at a model's shape (default: preset base25m,
-// ~25M parameters; --shape qwen2.5-0.5b|qwen2.5-1.5b: those models' exact
-// configs with random weights; --model DIR: a checkpoint), each number next to
-// the roofline measured in the same run:
-//  - decode tokens/s at batch 1, 16, 64 vs the matmul GFLOP/s of the model's
-//    own layer and lm_head shapes at that batch, and vs memory bandwidth
-//    (weights read per step);
-//  - with --peer, the same decode by a plain PyTorch eager implementation
-//    (bench/peer/qwen2_peer.py on the torch wheel LibTorch came from) and our/peer ratios;
+// ~25M parameters; --shape qwen2.5-0.5b|qwen2.5-1.5b|qwen2.5-7b: those
+// models' exact configs with random weights; --model DIR: a checkpoint), each
+// number next to the roofline measured in the same run:
+//  - decode tokens/s per batch size vs the matmul GFLOP/s of the model's own
+//    layer and lm_head shapes at that batch, and vs memory bandwidth (weights
+//    read per step); for each way of decoding asked for (--decode: eager, in
+//    slots with CUDA graphs on a GPU, or both), with the first call of a fresh
+//    engine against a warm one;
+//  - with --hf, Hugging Face transformers' generate at the same shape on the
+//    same device (bench/peer/hf_generate.py) and our/HF ratios; with --peer,
+//    the plain PyTorch eager peer (bench/peer/qwen2_peer.py);
 //  - prefill and log-probability pass tokens/s;
 //  - prefix sharing: a G=8 group prefilled once vs eight times;
 //  - peak RSS.
 //   bench_engine [--shape NAME | --model DIR] [--dtype float32|bfloat16|both] [--device cpu|cuda]
-//                [--new_tokens 32] [--threads N] [--peer]
+//                [--batches 1,16,64] [--prompt 16] [--new_tokens 32] [--decode eager|slots|both]
+//                [--threads N] [--hf] [--peer] [--skip_passes]
 //                [--profile_batch B]  (decode at batch B only, repeated: for perf record)
 #include <sys/resource.h>
 
@@ -19,6 +23,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <string>
 
 #include <torch/cuda.h>
@@ -35,6 +40,7 @@
 #include "peer.h"
 
 using namespace grpo::model;
+using grpo::bench::hf_generate_decode;
 using grpo::bench::peer_decode;
 
 namespace {
@@ -118,9 +124,21 @@ long peak_rss_mb() {
   return u.ru_maxrss / 1024;
 }
 
-int64_t g_profile_batch = 0;
-std::string g_shape = "base25m", g_model_dir;
-bool g_peer = false;
+int64_t g_profile_batch = 0, g_prompt = 16;
+std::string g_shape = "base25m", g_model_dir, g_decode;
+std::vector<int64_t> g_batches = {1, 16, 64};
+bool g_peer = false, g_hf = false, g_skip_passes = false;
+
+std::vector<int64_t> parse_list(const std::string& text) {
+  std::vector<int64_t> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find(',', start), text.size());
+    out.push_back(std::stoll(text.substr(start, end - start)));
+    start = end + 1;
+  }
+  return out;
+}
 
 // The model under test, in `dtype`: a checkpoint, or a preset shape with random weights.
 CausalLM make_model(at::ScalarType dtype) {
@@ -130,8 +148,21 @@ CausalLM make_model(at::ScalarType dtype) {
     return lm;
   }
   CausalLM lm(ModelConfig::from_json(preset_config("qwen2", g_shape, 512), g_shape));
-  init_weights(*lm, 0);
+  if (g_device.is_cpu()) {
+    init_weights(*lm, 0);
+    lm->to(g_device, dtype);
+    return lm;
+  }
+  // On a GPU the weights are drawn there (init_weights draws on the CPU, minutes for 7B):
+  // the same distribution, other values.
   lm->to(g_device, dtype);
+  torch::NoGradGuard no_grad;
+  for (auto& item : lm->named_parameters()) {
+    at::Tensor& p = item.value();
+    if (p.dim() == 2) p.normal_(0.0, 0.02);
+    else if (item.key().size() >= 5 && item.key().compare(item.key().size() - 5, 5, ".bias") == 0) p.zero_();
+    else p.fill_(1.0);
+  }
   return lm;
 }
 
@@ -154,47 +185,77 @@ void run(at::ScalarType dtype, int64_t new_tokens) {
               g_device.str().c_str(), static_cast<long long>(params), static_cast<long long>(per_token),
               static_cast<long long>(c.vocab_size), at::get_num_threads(), gbps);
 
-  Engine engine(lm);
   SamplingParams sp;
   sp.max_new_tokens = new_tokens;
-  const std::vector<int32_t> prompt(16, 7);
+  const std::vector<int32_t> prompt(static_cast<size_t>(g_prompt), 7);
+  // The ways of decoding compared: eager and in slots (CUDA graphs on a GPU).
+  std::vector<std::pair<std::string, EngineOptions::Decode>> modes;
+  const std::string decode = g_decode.empty() ? (g_device.is_cuda() ? "both" : "eager") : g_decode;
+  if (decode == "eager" || decode == "both") modes.emplace_back("eager", EngineOptions::Decode::Eager);
+  if (decode == "slots" || decode == "both") modes.emplace_back("slots", EngineOptions::Decode::Slots);
   if (g_profile_batch > 0) {
+    EngineOptions o;
+    o.decode = modes.back().second;
+    Engine engine(lm, nullptr, o);
     GenerateRequest req{prompt, g_profile_batch, 1, {}};
     double t = best_time(10, [&] { engine.generate({req}, sp); });
     std::printf("batch %lld: %.0f tokens/s\n", static_cast<long long>(g_profile_batch),
                 static_cast<double>(g_profile_batch * new_tokens) / t);
     return;
   }
-  const std::vector<int64_t> batches = {1, 16, 64};
-  // The first call of a fresh engine, as a one-shot `grpo-host generate` pays it, against the same call warm.
-  {
+  // The first call of a fresh engine, as a one-shot `grpo-host generate` pays
+  // it (and the captures of the graphs it replays), against the same call warm.
+  std::vector<std::unique_ptr<Engine>> engines;
+  for (const auto& [name, mode] : modes) {
+    EngineOptions o;
+    o.decode = mode;
+    engines.push_back(std::make_unique<Engine>(lm, nullptr, o));
     GenerateRequest req{prompt, 1, 1, {}};
     const double t0 = now_s();
-    engine.generate({req}, sp);
+    engines.back()->generate({req}, sp);
+    sync();
     const double first = now_s() - t0;
-    const double warm = best_time(2, [&] { engine.generate({req}, sp); });
-    std::printf("first call (batch 1): %.2f s, warm %.2f s: %.2fx (target <= 1.5x)\n", first, warm, first / warm);
+    const double warm = best_time(2, [&] { engines.back()->generate({req}, sp); });
+    std::printf("%s: first call (batch 1): %.3f s, warm %.3f s: %.2fx (target <= 1.5x)\n", name.c_str(), first, warm,
+                first / warm);
   }
-  // The peer runs after the first call: right after another process has filled the caches and
+  // The peers run after the first calls: right after another process has filled the caches and
   // memory, a first call measures that process as much as this one (1.6x then, 1.04x without).
   std::map<int64_t, double> peer;
-  if (g_peer) peer = peer_decode(c, dtype, batches, static_cast<int64_t>(prompt.size()), new_tokens);
-  std::printf("%-6s %10s %12s %12s %10s %10s %10s %10s\n", "batch", "tokens/s", "model GF/s", "matmul GF/s",
-              "of matmul", "of mem bw", "peer tok/s", "ours/peer");
-  for (int64_t B : batches) {
-    GenerateRequest req{prompt, B, 1, {}};
-    engine.generate({req}, sp);  // warm-up: the first call pays for kernels and buffers
-    double t = best_time(2, [&] { engine.generate({req}, sp); });
-    const double tokens_s = static_cast<double>(B * new_tokens) / t;
-    const double model_gflops = 2.0 * static_cast<double>(per_token) * tokens_s / 1e9;
-    const double peak = matmul_gflops(c, B, dtype);
-    // Each decoding step reads every weight once: bandwidth bound at batch 1.
-    const double bw_fraction = static_cast<double>(per_token) * bytes_per_param * (tokens_s / B) / 1e9 / gbps;
-    std::printf("%-6lld %10.1f %12.1f %12.1f %9.0f%% %9.0f%%", static_cast<long long>(B), tokens_s, model_gflops,
-                peak, 100 * model_gflops / peak, 100 * bw_fraction);
-    if (peer.count(B)) std::printf(" %10.1f %9.2fx", peer[B], tokens_s / peer[B]);
-    std::printf("\n");
+  if (g_peer) peer = peer_decode(c, dtype, g_batches, g_prompt, new_tokens);
+  std::map<int64_t, grpo::bench::HfDecode> hf;
+  if (g_hf) hf = hf_generate_decode(c, dtype, g_device.str(), g_batches, g_prompt, new_tokens);
+  for (const auto& [batch, h] : hf)
+    std::printf("transformers generate, batch %lld: first call %.3f s, warm %.3f s\n", static_cast<long long>(batch),
+                h.first_s, h.warm_s);
+  std::vector<double> peaks;
+  for (int64_t B : g_batches) peaks.push_back(matmul_gflops(c, B, dtype));
+  for (size_t m = 0; m < modes.size(); ++m) {
+    Engine& engine = *engines[m];
+    std::printf("decode %s, prompt %lld, %lld new tokens\n", modes[m].first.c_str(), static_cast<long long>(g_prompt),
+                static_cast<long long>(new_tokens));
+    std::printf("%-6s %10s %12s %12s %10s %10s %8s %10s %9s %10s %9s\n", "batch", "tokens/s", "model GF/s",
+                "matmul GF/s", "of matmul", "of mem bw", "graphs", "HF tok/s", "ours/HF", "peer tok/s", "ours/peer");
+    for (size_t k = 0; k < g_batches.size(); ++k) {
+      const int64_t B = g_batches[k];
+      GenerateRequest req{prompt, B, 1, {}};
+      engine.generate({req}, sp);  // warm-up: the first call pays for kernels, buffers and graphs
+      double t = best_time(2, [&] { engine.generate({req}, sp); });
+      const double tokens_s = static_cast<double>(B * new_tokens) / t;
+      const double model_gflops = 2.0 * static_cast<double>(per_token) * tokens_s / 1e9;
+      // Each decoding step reads every weight once: bandwidth bound at batch 1.
+      const double bw_fraction = static_cast<double>(per_token) * bytes_per_param * (tokens_s / B) / 1e9 / gbps;
+      const DecodeStats& stats = engine.decode_stats();
+      std::printf("%-6lld %10.1f %12.1f %12.1f %9.0f%% %9.0f%% %8lld", static_cast<long long>(B), tokens_s,
+                  model_gflops, peaks[k], 100 * model_gflops / peaks[k], 100 * bw_fraction,
+                  static_cast<long long>(stats.graphs));
+      if (hf.count(B)) std::printf(" %10.1f %8.2fx", hf[B].tokens_per_s, tokens_s / hf[B].tokens_per_s);
+      else std::printf(" %10s %9s", "-", "-");
+      if (peer.count(B)) std::printf(" %10.1f %8.2fx", peer[B], tokens_s / peer[B]);
+      std::printf("\n");
+    }
   }
+  if (g_skip_passes) return;
 
   torch::NoGradGuard no_grad;
   // Fewer rows at a real model's size, where one row of 512 tokens is already seconds.
@@ -232,8 +293,8 @@ int main(int argc, char** argv) {
   int64_t new_tokens = 32;
   int threads = 0;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--peer")) {
-      g_peer = true;
+    if (!std::strcmp(argv[i], "--peer") || !std::strcmp(argv[i], "--hf") || !std::strcmp(argv[i], "--skip_passes")) {
+      (argv[i][2] == 'p' ? g_peer : argv[i][2] == 'h' ? g_hf : g_skip_passes) = true;
       continue;
     }
     if (i + 1 >= argc) break;
@@ -244,6 +305,9 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--threads")) threads = std::stoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--device")) g_device = at::Device(argv[i + 1]);
     if (!std::strcmp(argv[i], "--profile_batch")) g_profile_batch = std::stoll(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--batches")) g_batches = parse_list(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--prompt")) g_prompt = std::stoll(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--decode")) g_decode = argv[i + 1];
     ++i;
   }
   if (g_device.is_cuda() && !torch::cuda::is_available()) {

@@ -111,11 +111,18 @@ phase build-all 200 cmake --build "$BUILD_DIR" -j "$JOBS" "${KEEP_GOING[@]}" >>"
 # labelled pypi run packages this machine cannot install (no registry): left out.
 (cd "$BUILD_DIR" && CUDA_VISIBLE_DEVICES= phase ctest-all 40 ctest -LE 'gpu|pypi' -j "$JOBS" --output-on-failure \
   >"$OUT/ctest.log" 2>&1)
-phase bench-engine 70 "$BUILD_DIR/bin/bench_engine" --shape qwen2.5-0.5b --dtype bfloat16 --device cuda \
-  >"$OUT/bench.txt" 2>&1
+# Generation: eager and in slots with CUDA graphs, against transformers'
+# generate on the same GPU, each figure next to the rooflines of this run.
+phase bench-engine 110 "$BUILD_DIR/bin/bench_engine" --shape qwen2.5-0.5b --dtype bfloat16 --device cuda \
+  --decode both --hf --batches 1,16,64,256,512 --new_tokens 64 >"$OUT/bench.txt" 2>&1
 # The GRPO step on the GPU against Hugging Face transformers + TRL's loss, same run.
-phase bench-step 0 "$BUILD_DIR/bin/bench_step" --shape qwen2.5-0.5b --dtype bfloat16 --device cuda --steps 3 \
+phase bench-step 60 "$BUILD_DIR/bin/bench_step" --shape qwen2.5-0.5b --dtype bfloat16 --device cuda --steps 3 \
   >>"$OUT/bench.txt" 2>&1
+# The larger shapes, as far as the budget goes (each phase's lines come back).
+phase bench-engine-1.5b 25 "$BUILD_DIR/bin/bench_engine" --shape qwen2.5-1.5b --dtype bfloat16 --device cuda \
+  --decode slots --hf --batches 1,64,256 --new_tokens 64 --skip_passes >>"$OUT/bench.txt" 2>&1
+phase bench-engine-7b 0 "$BUILD_DIR/bin/bench_engine" --shape qwen2.5-7b --dtype bfloat16 --device cuda \
+  --decode slots --hf --batches 1,64 --new_tokens 64 --skip_passes >>"$OUT/bench.txt" 2>&1
 
 # Logs are cut to what reads in a reply: the failures and the closing lines.
 for f in build.log ctest.log; do

@@ -34,7 +34,7 @@ commands:
   plugins    list the plugins found; --describe NAME prints a plugin's options; --check LIB runs the
              conformance checks on a plugin library, each in a process of its own (PASS/FAIL each, exit 1
              on a failure; --check_timeout SECONDS per check, default 60)
-  init-model create a randomly initialised model: --arch qwen2|llama|qwen3 --preset tiny|small|base25m|qwen2.5-0.5b|qwen2.5-1.5b
+  init-model create a randomly initialised model: --arch qwen2|llama|qwen3 --preset tiny|small|base25m|qwen2.5-0.5b|qwen2.5-1.5b|qwen2.5-7b
              --out DIR [--tokenizer PATH] (without one, a byte-level tokenizer of its own; --train_tokenizer
              rows.jsonl [--vocab_size 512] adds BPE merges learned from the rows' text)
   generate   sample from a model: --model DIR --prompt TEXT [--n K] [--temperature ...]; the prompt is a

@@ -59,6 +59,11 @@ Serves a model over HTTP with the rollout protocol of `trl vllm-serve` and `swif
   --device D               cpu, cuda, cuda:N or auto (default: the first visible GPU, else the CPU)
   --torch_dtype T          float32, bfloat16 or float16 (default: bfloat16 on a GPU, float32 on the CPU)
   --num_threads N          CPU threads for the engine (default: every core)
+  --max_num_seqs N         rows decoded at once on a GPU (default 256); more wait for a finished row's slot
+  --gpu_memory_utilization F
+                           share of the GPU's memory the server may hold once its KV cache is allocated
+                           (default 0.9)
+  --enforce_eager BOOL     decode without CUDA graphs (default false)
   --comm_timeout_s S       timeout of each weight-transfer step (default 300)
   --batch_wait_ms MS       how long to gather concurrent requests into one batch (default 2)
   --help, --version
@@ -72,7 +77,7 @@ Flags parse_flags(int argc, char** argv) {
                                  "model_revision",
                                  "use_hf", "api_key_file", "max_n", "max_connections",
                                  "max_connections_per_client", "client_timeout_s", "max_sequences_per_call",
-                                 "max_sequences_in_flight"};
+                                 "max_sequences_in_flight", "max_num_seqs", "gpu_memory_utilization", "enforce_eager"};
   Flags flags;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -161,6 +166,18 @@ grpo::rollout::ServerOptions server_options(const Flags& flags) {
   o.dtype = grpo::model::weight_dtype_from_name(get("torch_dtype", o.device.is_cuda() ? "bfloat16" : "float32"),
                                                 "--torch_dtype");
   o.num_threads = static_cast<int>(int_flag(flags, "num_threads", 0, 0));
+  o.engine.max_slots = int_flag(flags, "max_num_seqs", o.engine.max_slots, 1);
+  if (auto it = flags.find("gpu_memory_utilization"); it != flags.end()) {
+    char* end = nullptr;
+    o.engine.memory_fraction = std::strtod(it->second.c_str(), &end);
+    if (end == it->second.c_str() || *end || !(o.engine.memory_fraction > 0 && o.engine.memory_fraction <= 1))
+      throw std::invalid_argument(fmt::format("--gpu_memory_utilization must be a number in (0, 1], got '{}'", it->second));
+  }
+  if (auto it = flags.find("enforce_eager"); it != flags.end()) {
+    if (it->second != "true" && it->second != "false")
+      throw std::invalid_argument(fmt::format("--enforce_eager must be true or false, got '{}'", it->second));
+    o.engine.cuda_graphs = it->second == "false";
+  }
   o.comm_timeout = std::chrono::seconds(int_flag(flags, "comm_timeout_s", 300, 1));
   o.batch_wait = std::chrono::milliseconds(int_flag(flags, "batch_wait_ms", 2, 0));
   const int64_t max_connections = int_flag(flags, "max_connections", 256, 1);

@@ -191,7 +191,8 @@ std::vector<FlagSpec> build_table() {
               "servers and sample on them (ms-swift's separate inference workers; processes on this node)")
           .at_least(1).at_most(64));
   add(real("vllm_server_timeout", 240.0, "seconds to wait for the rollout server").above(0).hint("SECONDS"));
-  add(real("vllm_gpu_memory_utilization", 0.9, "fraction of device memory the native sampler's KV cache may use")
+  add(real("vllm_gpu_memory_utilization", 0.9,
+           "share of the GPU's memory the process may hold once the native sampler's KV cache is allocated")
           .above(0).at_most(1));
   add(integer("vllm_max_model_len", nullptr, "longest prompt + completion the sampler holds (unset: max_length)")
           .at_least(1));
@@ -287,9 +288,9 @@ std::vector<FlagSpec> build_table() {
   add(texts("vllm_device", json::array({"auto"}), "refused").refused(
       "grpo-host samples on each process's own device, or on a rollout server (--vllm_mode server); "
       "drop --vllm_device"));
-  add(integer("vllm_max_num_seqs", 256, "refused").refused(
-      "the native sampler sizes its batches from vllm_gpu_memory_utilization; drop --vllm_max_num_seqs"));
-  add(boolean("vllm_enforce_eager", false, "refused").refused("the native sampler has no CUDA-graph capture to turn off; drop --vllm_enforce_eager"));
+  add(integer("vllm_max_num_seqs", 256,
+              "rows the native sampler decodes at once on a GPU; more wait for a finished row's slot").at_least(1));
+  add(boolean("vllm_enforce_eager", false, "the native sampler on a GPU decodes without CUDA graphs"));
   add(text("vllm_limit_mm_per_prompt", nullptr, "refused").refused("multimodal inputs are not supported by grpo-host; drop this flag"));
   add(boolean("use_lmdeploy", false, "refused").refused(
       "LMDeploy is a Python engine (and left ms-swift in 3.5); grpo-host uses its native sampler or a "

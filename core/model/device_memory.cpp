@@ -3,6 +3,8 @@
 #ifdef GRPO_WITH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime_api.h>
 #endif
 
 namespace grpo::model {
@@ -26,6 +28,14 @@ void reset_peak_memory(at::Device device) {
   if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
 }
 
+std::optional<int64_t> device_total_bytes(at::Device device) {
+  if (!device.is_cuda()) return std::nullopt;
+  c10::cuda::CUDAGuard on(device);
+  size_t free = 0, total = 0;
+  if (cudaMemGetInfo(&free, &total) != cudaSuccess) return std::nullopt;
+  return static_cast<int64_t>(total);
+}
+
 void release_cached_memory(at::Device device) {
   if (!device.is_cuda()) return;
   c10::cuda::device_synchronize();
@@ -36,6 +46,7 @@ void release_cached_memory(at::Device device) {
 
 std::optional<DeviceMemory> device_memory(at::Device) { return std::nullopt; }
 void reset_peak_memory(at::Device) {}
+std::optional<int64_t> device_total_bytes(at::Device) { return std::nullopt; }
 void release_cached_memory(at::Device) {}
 
 #endif

@@ -19,6 +19,9 @@ struct DeviceMemory {
 // nullopt on the CPU, or in a build without CUDA.
 std::optional<DeviceMemory> device_memory(at::Device device);
 void reset_peak_memory(at::Device device);
+
+// The GPU's whole memory in bytes; nullopt on the CPU or without CUDA.
+std::optional<int64_t> device_total_bytes(at::Device device);
 // Returns the allocator's unused cached blocks to the driver; waits for the
 // device first. Nothing on the CPU.
 void release_cached_memory(at::Device device);

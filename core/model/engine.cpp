@@ -8,11 +8,20 @@
 #include <torch/utils.h>
 
 #include "model/cpu_kernels.h"
+#include "model/decode_graphs.h"
+#include "model/engine_call.h"
+#include "model/slot_decoder.h"
 #include "tokenizer/tokenizer.h"
 
 namespace grpo::model {
 
-Engine::Engine(CausalLM model, const tok::Tokenizer* tokenizer) : model_(std::move(model)), tokenizer_(tokenizer) {}
+Engine::Engine(CausalLM model, const tok::Tokenizer* tokenizer, EngineOptions options)
+    : model_(std::move(model)),
+      tokenizer_(tokenizer),
+      options_(options),
+      graphs_(std::make_unique<DecodeGraphs>(options.cuda_graphs)) {}
+
+Engine::~Engine() = default;
 
 namespace {
 
@@ -31,28 +40,16 @@ std::pair<at::Tensor, at::Tensor> left_padded(const std::vector<std::vector<int3
   return {ids.to(device), mask.to(device)};
 }
 
-// A stop string ends a completion once it appears in the text of its last
-// tokens (each token is at least one byte, so a window of len + 1 tokens holds
-// any stop string that the newest token completes).
-bool hits_stop_string(const tok::Tokenizer& tokenizer, const std::vector<int32_t>& ids,
-                      const std::vector<std::string>& stops, size_t window) {
-  std::vector<int32_t> tail(ids.end() - static_cast<std::ptrdiff_t>(std::min(window, ids.size())), ids.end());
-  std::string text = tokenizer.decode_sampled(tail);
-  for (const auto& s : stops)
-    if (!s.empty() && text.find(s) != std::string::npos) return true;
-  return false;
-}
-
 }  // namespace
 
 // A finished row's keys and values, for a next call that continues it: its
 // prompt and every sampled id but the last, which was never fed to the model.
-void Engine::keep_for_next_call(const KvCache& cache, int64_t row, const std::vector<int32_t>& prompt,
+void Engine::keep_for_next_call(std::vector<std::pair<at::Tensor, at::Tensor>> kv, const std::vector<int32_t>& prompt,
                                 const std::vector<int32_t>& sampled) {
   PrefixStore::Entry e;
   e.ids = prompt;
   e.ids.insert(e.ids.end(), sampled.begin(), sampled.end() - 1);
-  e.kv = cache.real_row(row);
+  e.kv = std::move(kv);
   if (!e.kv.empty() && e.kv.front().first.size(1) == static_cast<int64_t>(e.ids.size())) kept_.add(std::move(e));
 }
 
@@ -60,6 +57,7 @@ std::vector<Completion> Engine::generate(const std::vector<GenerateRequest>& req
                                          PrefixReuse reuse) {
   if (!reuse.continues) kept_.clear();  // weights may have changed since
   prefilled_ids_ = reused_ids_ = 0;
+  stats_ = DecodeStats{};
   if (params.temperature <= 0) throw std::invalid_argument("temperature must be > 0 (use top_k = 1 for greedy)");
   if (!params.stop_strings.empty() && !tokenizer_)
     throw std::invalid_argument("stop strings need the engine's tokenizer");
@@ -68,35 +66,34 @@ std::vector<Completion> Engine::generate(const std::vector<GenerateRequest>& req
     if (requests[r].prompt_ids.empty()) throw std::invalid_argument("request " + std::to_string(r) + " has an empty prompt");
     for (int64_t i = 0; i < requests[r].n; ++i) out.push_back(Completion{r, i, {}, {}, FinishReason::Length});
   }
-  // A request may ask for fewer tokens than params allow (a multi-turn
-  // conversation near its total budget): its rows leave the batch there.
-  auto budget = [&](const Completion& c) {
-    const int64_t own = requests[c.request].max_new_tokens;
-    return own >= 0 ? std::min(own, params.max_new_tokens) : params.max_new_tokens;
-  };
-  auto cancelled = [&](size_t request) {
-    const std::atomic<bool>* flag = requests[request].cancelled;
-    return flag && flag->load(std::memory_order_relaxed);
-  };
-  int64_t max_steps = 0;
-  for (const auto& c : out) max_steps = std::max(max_steps, budget(c));
-  const bool all_cancelled = std::all_of(out.begin(), out.end(), [&](const Completion& c) { return cancelled(c.request); });
-  if (out.empty() || max_steps <= 0 || all_cancelled) {
+  EngineCall call{requests, params, reuse, out, {}, {}};
+  for (const auto& c : out) call.max_steps = std::max(call.max_steps, call.budget(c));
+  const bool all_cancelled = std::all_of(out.begin(), out.end(), [&](const Completion& c) { return call.cancelled(c.request); });
+  if (out.empty() || call.max_steps <= 0 || all_cancelled) {
     kept_.clear();
     return out;
   }
+  for (const auto& s : params.stop_strings) call.stop_window = std::max(call.stop_window, s.size() + 1);
 
   torch::NoGradGuard no_grad;
   cpu::FusedScope fused;  // sampling only: the fused kernels may replace at:: ops, the lm_head's included
-  const at::Device device = model_->model->embed_tokens->weight.device();
-  const int64_t V = model_->config().vocab_size;
-  size_t stop_window = 1;
-  for (const auto& s : params.stop_strings) stop_window = std::max(stop_window, s.size() + 1);
+  prefill(call);
+  const bool on_gpu = !model_->model->embed_tokens->weight.device().is_cpu();
+  const bool slots = options_.decode == EngineOptions::Decode::Slots ||
+                     (options_.decode == EngineOptions::Decode::Auto && on_gpu);
+  if (slots)
+    decode_in_slots(call);
+  else
+    decode_eagerly(call);
+  return out;
+}
 
-  // Prefill each distinct prompt once, then give each copy the prompt's
-  // cache. A prompt that extends a kept completion (a conversation's next
-  // turn) starts from that completion's keys and values: only the ids after
-  // it are prefilled, behind a gap of padding where prompts differ in length.
+// Prefill each distinct prompt once; its copies share the result. A prompt
+// that extends a kept completion (a conversation's next turn) starts from that
+// completion's keys and values: only the ids after it are prefilled, behind a
+// gap of padding where prompts differ in length.
+void Engine::prefill(EngineCall& call) {
+  const auto& requests = call.requests;
   std::vector<const std::vector<std::pair<at::Tensor, at::Tensor>>*> reused(requests.size(), nullptr);
   std::vector<std::vector<int32_t>> rest;
   for (size_t p = 0; p < requests.size(); ++p) {
@@ -107,16 +104,27 @@ std::vector<Completion> Engine::generate(const std::vector<GenerateRequest>& req
     reused_ids_ += static_cast<int64_t>(from);
     prefilled_ids_ += static_cast<int64_t>(rest.back().size());
   }
-  KvCache cache = KvCache::of_rows(reused);
+  call.prompts = KvCache::of_rows(reused);
   kept_.clear();  // copied into the cache; this call's completions replace them
-  auto [prompt_ids, prompt_mask] = left_padded(rest, device);
-  at::Tensor hidden = model_->hidden_states(prompt_ids, prompt_mask, {}, &cache);  // [P, L, H]
-  at::Tensor last = model_->logits(hidden.select(1, hidden.size(1) - 1));         // [P, V]
+  auto [prompt_ids, prompt_mask] = left_padded(rest, model_->model->embed_tokens->weight.device());
+  at::Tensor hidden = model_->hidden_states(prompt_ids, prompt_mask, {}, &call.prompts);  // [P, L, H]
+  call.last = model_->logits(hidden.select(1, hidden.size(1) - 1));                      // [P, V]
+}
+
+// Rows decode in one batch; finished rows leave it at once, so no compute
+// goes to padding.
+void Engine::decode_eagerly(EngineCall& call) {
+  const auto& requests = call.requests;
+  const SamplingParams& params = call.params;
+  std::vector<Completion>& out = call.out;
+  const at::Device device = model_->model->embed_tokens->weight.device();
+  const int64_t V = model_->config().vocab_size;
+  KvCache& cache = call.prompts;
   std::vector<int64_t> copy_of;
   for (const auto& c : out) copy_of.push_back(static_cast<int64_t>(c.request));
   at::Tensor rows = at::tensor(copy_of, at::kLong).to(device);
   cache.select_rows(rows);
-  at::Tensor logits = last.index_select(0, rows);  // [N, V]
+  at::Tensor logits = call.last.index_select(0, rows);  // [N, V]
 
   std::vector<std::mt19937_64> rng_store;
   for (const auto& c : out) rng_store.emplace_back(sequence_seed(requests[c.request].seed, static_cast<uint64_t>(c.index)));
@@ -129,10 +137,11 @@ std::vector<Completion> Engine::generate(const std::vector<GenerateRequest>& req
 
   std::vector<size_t> active(out.size());  // batch row -> completion
   for (size_t i = 0; i < out.size(); ++i) active[i] = i;
-  for (int64_t step = 0; step < max_steps && !active.empty(); ++step) {
+  for (int64_t step = 0; step < call.max_steps && !active.empty(); ++step) {
     std::vector<std::mt19937_64*> rngs;
     for (size_t a : active) rngs.push_back(&rng_store[a]);
     Sampled s = sample_next(logits, seen, params, rngs);
+    ++stats_.steps;
     at::Tensor tokens_cpu = s.tokens.to(at::kCPU).contiguous(), logp_cpu = s.logprobs.to(at::kCPU).contiguous();
     const int64_t* token_data = tokens_cpu.data_ptr<int64_t>();
     const float* logp_data = logp_cpu.data_ptr<float>();
@@ -154,13 +163,13 @@ std::vector<Completion> Engine::generate(const std::vector<GenerateRequest>& req
       }
       const auto& stops = requests[c.request].stop_ids;
       bool stopped = std::find(stops.begin(), stops.end(), token) != stops.end();
-      if (!stopped && !params.stop_strings.empty())
-        stopped = hits_stop_string(*tokenizer_, c.ids, params.stop_strings, stop_window);
+      if (!stopped && !params.stop_strings.empty()) stopped = call.hits_stop_string(*tokenizer_, c.ids);
       if (stopped) c.finish = FinishReason::Stop;
-      else if (cancelled(c.request)) continue;  // leaves the batch, kept for no next call
-      else if (static_cast<int64_t>(c.ids.size()) < budget(c)) keep.push_back(static_cast<int64_t>(b));
+      else if (call.cancelled(c.request)) continue;  // leaves the batch, kept for no next call
+      else if (static_cast<int64_t>(c.ids.size()) < call.budget(c)) keep.push_back(static_cast<int64_t>(b));
       else stopped = true;
-      if (stopped && reuse.keep) keep_for_next_call(cache, static_cast<int64_t>(b), requests[c.request].prompt_ids, c.ids);
+      if (stopped && call.reuse.keep)
+        keep_for_next_call(cache.real_row(static_cast<int64_t>(b)), requests[c.request].prompt_ids, c.ids);
     }
     if (keep.empty()) break;
     at::Tensor next = s.tokens;
@@ -177,7 +186,6 @@ std::vector<Completion> Engine::generate(const std::vector<GenerateRequest>& req
     at::Tensor step_mask = at::ones({next.size(0), 1}, at::TensorOptions().dtype(at::kLong).device(device));
     logits = model_->logits(model_->hidden_states(next.unsqueeze(1), step_mask, {}, &cache).squeeze(1));
   }
-  return out;
 }
 
 }  // namespace grpo::model

@@ -1,10 +1,14 @@
 // Batched sampling with a KV cache. Each distinct prompt is prefilled once
-// and its cache shared by its n copies; finished sequences leave the batch at
-// once, so no compute goes to padding.
+// and its cache shared by its n copies. Rows then decode in one of two ways
+// (EngineOptions::decode): eagerly, in a batch that finished rows leave at
+// once (the CPU's fastest), or in fixed slots with everything of a row on the
+// device and steps replayed as CUDA graphs, a finished row's slot taken by a
+// waiting one (model/slot_decoder.h; a GPU's fastest).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -52,10 +56,42 @@ struct PrefixReuse {
   bool keep = false;       // the next call may extend this call's completions: keep their keys and values
 };
 
+struct EngineOptions {
+  enum class Decode { Auto, Eager, Slots };
+  Decode decode = Decode::Auto;  // Auto: slots on a GPU, eager on the CPU
+  // Slots: rows decoded at once (vLLM's max_num_seqs); the rows of a call
+  // beyond them wait and take the slots of finished rows.
+  int64_t max_slots = 256;
+  // Slots on a GPU: the share of the device's memory that the process may
+  // hold once the slots' keys and values are allocated (vLLM's
+  // gpu_memory_utilization); fewer slots are used when max_slots do not fit.
+  double memory_fraction = 0.9;
+  // Slots: decoding steps between two reads of the rows' progress (0: 1 on
+  // the CPU, 8 on a GPU, where each read waits for the device).
+  int64_t readback_every = 0;
+  bool cuda_graphs = true;  // slots on a GPU: replay steps as CUDA graphs (vLLM's enforce_eager off)
+};
+
+// How the last call decoded.
+struct DecodeStats {
+  bool slots = false;       // in slots (else eagerly)
+  int64_t slot_count = 0;   // slots of the decoder
+  int64_t steps = 0;        // decoding steps (each over all occupied slots)
+  int64_t readbacks = 0;    // reads of the rows' progress
+  int64_t refills = 0;      // rows that took a finished row's slot
+  int64_t graphs = 0;       // CUDA graphs held after the call
+  int64_t replays = 0;      // steps that replayed one
+};
+
+class SlotDecoder;
+class DecodeGraphs;
+struct EngineCall;
+
 class Engine {
  public:
   // `tokenizer` is needed only for stop strings; it must outlive the engine.
-  explicit Engine(CausalLM model, const tok::Tokenizer* tokenizer = nullptr);
+  explicit Engine(CausalLM model, const tok::Tokenizer* tokenizer = nullptr, EngineOptions options = {});
+  ~Engine();
 
   // Completions in request order, copies in index order. Without
   // reuse.continues nothing of an earlier call is used.
@@ -68,12 +104,23 @@ class Engine {
   // values came from the previous call's completions instead.
   int64_t prefilled_ids() const { return prefilled_ids_; }
   int64_t reused_ids() const { return reused_ids_; }
+  const DecodeStats& decode_stats() const { return stats_; }
+  const EngineOptions& options() const { return options_; }
 
  private:
-  void keep_for_next_call(const KvCache& cache, int64_t row, const std::vector<int32_t>& prompt,
+  void prefill(EngineCall& call);
+  void decode_eagerly(EngineCall& call);
+  void decode_in_slots(EngineCall& call);
+  SlotDecoder& slot_decoder(const EngineCall& call);
+  void keep_for_next_call(std::vector<std::pair<at::Tensor, at::Tensor>> kv, const std::vector<int32_t>& prompt,
                           const std::vector<int32_t>& sampled);
   CausalLM model_;
   const tok::Tokenizer* tokenizer_;
+  EngineOptions options_;
+  DecodeStats stats_;
+  std::unique_ptr<SlotDecoder> slots_;
+  std::unique_ptr<DecodeGraphs> graphs_;
+  std::vector<const void*> captured_weights_;  // the parameters' storage the graphs read
   PrefixStore kept_{int64_t{2} << 30};  // at most 2 GiB of keys and values
   int64_t prefilled_ids_ = 0, reused_ids_ = 0;
 };

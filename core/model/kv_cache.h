@@ -8,13 +8,23 @@
 
 namespace grpo::model {
 
-class KvCache {
+// Where an attention layer puts this call's keys and values and finds the
+// ones to attend over: the growing batch cache below, or the fixed decoding
+// slots of model/slot_cache.h.
+class LayerKv {
  public:
-  // Appends this call's keys/values k, v: [B, H_kv, T, D] to `layer` and
-  // returns views of everything cached so far: [B, H_kv, S, D].
+  virtual ~LayerKv() = default;
+  // Takes this call's keys/values k, v: [B, H_kv, T, D] of `layer` and
+  // returns what the queries attend over: [B, H_kv, S, D].
+  virtual std::pair<at::Tensor, at::Tensor> append(size_t layer, const at::Tensor& k, const at::Tensor& v) = 0;
+};
+
+class KvCache : public LayerKv {
+ public:
+  // Appends k, v to `layer` and returns views of everything cached so far.
   // Rationale: buffers grow geometrically and are written in place, so a
   // decoding step copies one token's keys, not the whole history.
-  std::pair<at::Tensor, at::Tensor> append(size_t layer, const at::Tensor& k, const at::Tensor& v);
+  std::pair<at::Tensor, at::Tensor> append(size_t layer, const at::Tensor& k, const at::Tensor& v) override;
 
   // Keeps the rows `index` ([B'] int64) in that order: drops finished rows and
   // shares a prompt's cache across its G copies.

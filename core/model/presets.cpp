@@ -18,17 +18,20 @@ struct Preset {
   double rope_theta;
   int64_t max_positions;
   const char* purpose;
+  bool untied = false;  // an lm_head of its own
 };
 
 // ~parameters without embeddings: tiny 0.1M, small 3.1M, base25m 25M. The
-// qwen2.5-* shapes are those models' exact configs (vocabulary 151,936 padded
-// past the tokenizer's 151,665), for benchmarks at a real model's size.
+// qwen2.5-* shapes are those models' exact configs (vocabulary 151,936, or
+// 152,064 for 7B, padded past the tokenizer's 151,665), for benchmarks at a
+// real model's size.
 const Preset kPresets[] = {
     {"tiny", 64, 128, 2, 4, 2, 0, 10000.0, 4096, "unit tests"},
     {"small", 256, 768, 4, 4, 2, 0, 10000.0, 4096, "the quickstart demo"},
     {"base25m", 512, 1536, 8, 8, 4, 0, 10000.0, 4096, "benchmarks (~25M parameters)"},
     {"qwen2.5-0.5b", 896, 4864, 24, 14, 2, 151936, 1000000.0, 32768, "Qwen2.5-0.5B's shape (494M parameters)"},
     {"qwen2.5-1.5b", 1536, 8960, 28, 12, 2, 151936, 1000000.0, 32768, "Qwen2.5-1.5B's shape (1.54B parameters)"},
+    {"qwen2.5-7b", 3584, 18944, 28, 28, 4, 152064, 1000000.0, 131072, "Qwen2.5-7B's shape (7.62B parameters)", true},
 };
 
 }  // namespace
@@ -59,7 +62,7 @@ nlohmann::json preset_config(const std::string& arch, const std::string& preset,
                       {"rope_theta", p->rope_theta},
                       {"hidden_act", "silu"},
                       {"initializer_range", 0.02},
-                      {"tie_word_embeddings", true},
+                      {"tie_word_embeddings", !p->untied},
                       {"torch_dtype", "float32"},
                       {"use_cache", true},
                       {"bos_token_id", nullptr},

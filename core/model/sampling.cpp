@@ -16,6 +16,14 @@ uint64_t sequence_seed(uint64_t seed, uint64_t index) {
 
 uint64_t seed_of_copies(uint64_t seed, uint64_t first) { return seed + 0x9e3779b97f4a7c15ULL * first; }
 
+// Each row's own draw (what makes a sequence's samples independent of the
+// batch it runs in).
+std::vector<float> uniform_draws(std::vector<std::mt19937_64*>& rngs) {
+  std::vector<float> u;
+  for (std::mt19937_64* rng : rngs) u.push_back(std::uniform_real_distribution<float>(0.0f, 1.0f)(*rng));
+  return u;
+}
+
 namespace {
 
 constexpr float kMasked = -std::numeric_limits<float>::infinity();
@@ -30,14 +38,6 @@ void mask_top_p(at::Tensor& scaled, double top_p) {
   scaled.masked_fill_(drop, kMasked);
 }
 
-// Each row's uniform draw, in row order (what makes a sequence's samples
-// independent of the batch it runs in).
-std::vector<float> uniform_draws(std::vector<std::mt19937_64*>& rngs) {
-  std::vector<float> u;
-  for (std::mt19937_64* rng : rngs) u.push_back(std::uniform_real_distribution<float>(0.0f, 1.0f)(*rng));
-  return u;
-}
-
 // Temperature and top-k sampling of CPU logits, the usual RL rollout settings,
 // take the fused kernel; the other filters keep the tensor ops below.
 bool fused_applies(const at::Tensor& logits, const at::Tensor& seen, const SamplingParams& p) {
@@ -48,14 +48,22 @@ bool fused_applies(const at::Tensor& logits, const at::Tensor& seen, const Sampl
 
 }  // namespace
 
-Sampled sample_next(const at::Tensor& logits_in, const at::Tensor& seen, const SamplingParams& params,
+Sampled sample_next(const at::Tensor& logits, const at::Tensor& seen, const SamplingParams& params,
                     std::vector<std::mt19937_64*>& rngs) {
+  const std::vector<float> draws = uniform_draws(rngs);
+  return sample_with_draws(logits, seen, params, at::tensor(draws, at::kFloat).to(logits.device()));
+}
+
+Sampled sample_with_draws(const at::Tensor& logits_in, const at::Tensor& seen, const SamplingParams& params,
+                          const at::Tensor& draws) {
   if (fused_applies(logits_in, seen, params)) {
     const int64_t B = logits_in.size(0);
+    const at::Tensor u = draws.contiguous();
     Sampled out;
     out.tokens = at::empty({B}, at::kLong);
     out.logprobs = at::empty({B}, at::kFloat);
-    cpu::sample_rows(logits_in, params.temperature, params.top_k, uniform_draws(rngs), out.tokens.data_ptr<int64_t>(),
+    cpu::sample_rows(logits_in, params.temperature, params.top_k,
+                     std::vector<float>(u.data_ptr<float>(), u.data_ptr<float>() + B), out.tokens.data_ptr<int64_t>(),
                      out.logprobs.data_ptr<float>());
     return out;
   }
@@ -81,25 +89,12 @@ Sampled sample_next(const at::Tensor& logits_in, const at::Tensor& seen, const S
   }
 
   // Inverse-CDF sampling with each row's own uniform draw: reproducible per
-  // sequence whatever the batch it runs in, on any device.
-  at::Tensor cdf = scaled.softmax(-1).cumsum(-1).to(at::kCPU);  // [B, V]
-  const int64_t B = cdf.size(0), V = cdf.size(1);
-  std::vector<int64_t> tokens(static_cast<size_t>(B));
-  auto acc = cdf.accessor<float, 2>();
-  const std::vector<float> draws = uniform_draws(rngs);
-  for (int64_t b = 0; b < B; ++b) {
-    const float u = draws[static_cast<size_t>(b)] * acc[b][V - 1];
-    int64_t lo = 0, hi = V - 1;  // first index with cdf > u
-    while (lo < hi) {
-      int64_t mid = (lo + hi) / 2;
-      if (acc[b][mid] > u)
-        hi = mid;
-      else
-        lo = mid + 1;
-    }
-    tokens[static_cast<size_t>(b)] = lo;
-  }
-  out.tokens = at::tensor(tokens, at::kLong).to(logits.device());
+  // sequence whatever the batch it runs in, on any device. The token is the
+  // first whose cumulative probability exceeds draw * total.
+  at::Tensor cdf = scaled.softmax(-1).cumsum(-1);  // [B, V]
+  const int64_t V = cdf.size(1);
+  at::Tensor target = (draws.to(cdf.device(), at::kFloat) * cdf.select(1, V - 1)).unsqueeze(1);  // [B, 1]
+  out.tokens = at::searchsorted(cdf, target, /*out_int32=*/false, /*right=*/true).squeeze(1).clamp_max(V - 1);
   out.logprobs = logp.gather(1, out.tokens.unsqueeze(1)).squeeze(1);
   if (params.top_logprobs > 0) {
     auto [values, ids] = logp.topk(std::min(params.top_logprobs, V), -1);

@@ -39,8 +39,19 @@ struct Sampled {
 };
 
 // logits: [B, V]; seen: [B, V] bool of tokens already in each sequence (for
-// the repetition penalty; may be undefined when it is off); rngs: one per row.
+// the repetition penalty; may be undefined when it is off); rngs: one per row,
+// each giving the row one uniform draw.
 Sampled sample_next(const at::Tensor& logits, const at::Tensor& seen, const SamplingParams& params,
                     std::vector<std::mt19937_64*>& rngs);
+
+// The same with the rows' uniform draws given: draws [B] float32 in [0, 1).
+// Off the CPU it runs on the logits' device only (no host read), so a
+// decoding step that samples this way can be captured as a CUDA graph; the
+// ids are those sample_next gives for the same draws.
+Sampled sample_with_draws(const at::Tensor& logits, const at::Tensor& seen, const SamplingParams& params,
+                          const at::Tensor& draws);
+
+// One uniform draw from each rng, in row order.
+std::vector<float> uniform_draws(std::vector<std::mt19937_64*>& rngs);
 
 }  // namespace grpo::model

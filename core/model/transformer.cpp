@@ -43,7 +43,7 @@ AttentionImpl::AttentionImpl(const ModelConfig& c)
 }
 
 at::Tensor AttentionImpl::forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
-                                  const at::Tensor& mask, KvCache* cache, size_t layer) {
+                                  const at::Tensor& mask, LayerKv* cache, size_t layer) {
   const int64_t B = x.size(0), T = x.size(1);
   at::Tensor q = q_proj(x).view({B, T, heads_, head_dim_});     // [B, T, Hq, D]
   at::Tensor k = k_proj(x).view({B, T, kv_heads_, head_dim_});  // [B, T, Hkv, D]
@@ -89,7 +89,7 @@ DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c) {
 }
 
 at::Tensor DecoderLayerImpl::forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
-                                     const at::Tensor& mask, KvCache* cache, size_t layer) {
+                                     const at::Tensor& mask, LayerKv* cache, size_t layer) {
   at::Tensor h = x + self_attn(input_layernorm(x), cos, sin, mask, cache, layer);
   return h + mlp(post_attention_layernorm(h));
 }
@@ -113,6 +113,15 @@ KvCache CausalLMImpl::new_cache() const { return KvCache{}; }
 
 namespace {
 
+// [B, 1, T, S] of 0 where `allowed` [B, T, S] and the dtype's lowest value
+// elsewhere: rather than -inf, so that a fully masked (padding) row gives a
+// uniform softmax instead of NaN.
+at::Tensor additive_mask(const at::Tensor& allowed, at::ScalarType dtype) {
+  const double lowest = dtype == at::kFloat ? std::numeric_limits<float>::lowest() : -1e4;
+  at::Tensor mask = at::zeros(allowed.sizes(), allowed.options().dtype(dtype));
+  return mask.masked_fill_(allowed.logical_not(), lowest).unsqueeze(1);
+}
+
 // Additive mask [B, 1, T, S]: query t (at key position S - T + t) sees keys
 // s <= S - T + t that are real tokens.
 at::Tensor causal_padding_mask(const at::Tensor& key_mask, int64_t T, at::ScalarType dtype) {
@@ -121,11 +130,7 @@ at::Tensor causal_padding_mask(const at::Tensor& key_mask, int64_t T, at::Scalar
   at::Tensor q_pos = at::arange(S - T, S, opts.dtype(at::kLong)).unsqueeze(1);               // [T, 1]
   at::Tensor k_pos = at::arange(0, S, opts.dtype(at::kLong)).unsqueeze(0);                   // [1, S]
   at::Tensor allowed = (k_pos <= q_pos).unsqueeze(0) & key_mask.to(at::kBool).unsqueeze(1);  // [B, T, S]
-  // The dtype's lowest value rather than -inf: a fully masked (padding) row
-  // then gives a uniform softmax instead of NaN.
-  const double lowest = dtype == at::kFloat ? std::numeric_limits<float>::lowest() : -1e4;
-  at::Tensor mask = at::zeros(allowed.sizes(), opts.dtype(dtype));
-  return mask.masked_fill_(allowed.logical_not(), lowest).unsqueeze(1);
+  return additive_mask(allowed, dtype);
 }
 
 }  // namespace
@@ -159,6 +164,22 @@ at::Tensor CausalLMImpl::hidden_states(const at::Tensor& input_ids, const at::Te
   }
   if (cache) cache->key_mask = key_mask;
   return model->norm(x);
+}
+
+at::Tensor CausalLMImpl::decode_slots(const at::Tensor& tokens, const at::Tensor& positions, SlotCache& cache,
+                                      int64_t span) {
+  const int64_t b = tokens.size(0);
+  cpu::FusedScope fused;  // decoding: see cpu_kernels.h
+  cache.set_step(positions, span);
+  at::Tensor x = model->embed_tokens(tokens.view({b, 1}));  // [b, 1, H]
+  auto [cos, sin] = rope_cos_sin(inv_freq_, positions.view({b, 1}), x.scalar_type());
+  // A slot's keys are its own sequence's up to its position; later ones are
+  // stale (a finished row's) or unwritten.
+  at::Tensor key_pos = at::arange(span, positions.options()).view({1, span});
+  at::Tensor additive = additive_mask((key_pos <= positions.view({b, 1})).view({b, 1, span}), x.scalar_type());
+  for (size_t i = 0; i < model->layers->size(); ++i)
+    x = model->layers->ptr<DecoderLayerImpl>(i)->forward(x, cos, sin, additive, &cache, i);
+  return logits(model->norm(x).view({b, -1}));
 }
 
 at::Tensor CausalLMImpl::logits(const at::Tensor& hidden) {

@@ -14,6 +14,7 @@
 #include "model/kv_cache.h"
 #include "model/model_config.h"
 #include "model/proj.h"
+#include "model/slot_cache.h"
 
 namespace grpo::model {
 
@@ -34,7 +35,7 @@ class AttentionImpl : public torch::nn::Module {
   // x: [B, T, H]; cos/sin: [B, T, D]; mask: additive [B, 1, T, S]. With a
   // cache, this call's keys/values are appended to layer `layer` first.
   at::Tensor forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& mask,
-                     KvCache* cache, size_t layer);
+                     LayerKv* cache, size_t layer);
 
   Proj q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
   RMSNorm q_norm{nullptr}, k_norm{nullptr};  // Qwen3 only
@@ -56,7 +57,7 @@ class DecoderLayerImpl : public torch::nn::Module {
  public:
   explicit DecoderLayerImpl(const ModelConfig& config);
   at::Tensor forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& mask,
-                     KvCache* cache, size_t layer);
+                     LayerKv* cache, size_t layer);
   Attention self_attn{nullptr};
   Mlp mlp{nullptr};
   RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
@@ -94,6 +95,12 @@ class CausalLMImpl : public torch::nn::Module {
 
   // An empty cache for this model.
   KvCache new_cache() const;
+
+  // Logits [b, V] of one decoding step of the first b slots of `cache`:
+  // tokens [b] int64 fed at positions [b] int64, each slot attending over its
+  // own keys 0..position among the first `span`. Device operations only, of
+  // shapes fixed by (b, span): what a CUDA graph captures.
+  at::Tensor decode_slots(const at::Tensor& tokens, const at::Tensor& positions, SlotCache& cache, int64_t span);
 
   // Training forwards (grad on, no cache) keep only each layer's input and
   // recompute the layer in backward.

@@ -44,7 +44,7 @@ RolloutServer::RolloutServer(ServerOptions options) : options_(std::move(options
   if (model_name_.empty()) model_name_ = std::filesystem::path(options_.model_dir).parent_path().filename().string();
   tokenizer_ = std::make_unique<tok::Tokenizer>(tok::Tokenizer::from_dir(options_.model_dir));
   engine_ = std::make_unique<model::Engine>(model::load_model(options_.model_dir, options_.dtype, options_.device),
-                                            tokenizer_.get());
+                                            tokenizer_.get(), options_.engine);
   for (const auto& item : engine_->model()->named_parameters()) param_shapes_[item.key()] = item.value().sizes().vec();
 
   const model::ModelConfig& config = engine_->model()->config();

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "model/engine.h"
 #include "rollout/comm_group.h"
 #include "rollout/guarded_http.h"
 #include "rollout/protocol.h"
@@ -45,6 +46,7 @@ struct ServerOptions {
   std::chrono::milliseconds comm_timeout{300000};  // each weight-transfer step (TRL's store timeout)
   std::chrono::microseconds batch_wait{2000};       // see BatchQueue
   ConnectionLimits connections;    // open connections, and the time a client has per request
+  model::EngineOptions engine;     // how the engine decodes (slots and CUDA graphs on a GPU)
 };
 
 class RolloutServer {

@@ -35,6 +35,9 @@ void GrpoTrainer::create_sampler() {
   run_values["torch_dtype"] = model::weight_dtype_name(s_.model.dtype);
   run_values["device"] = s_.model.device.str();  // in process: the policy's own, so that it aliases its weights
   run_values["num_threads"] = s_.num_threads;
+  run_values["max_num_seqs"] = s_.sampling.max_num_seqs;
+  run_values["gpu_memory_utilization"] = s_.sampling.gpu_memory_utilization;
+  run_values["enforce_eager"] = s_.sampling.enforce_eager;
   nlohmann::json sampler_args = s_.sampling.sampler_args;
   if (s_.sampling.start_servers > 0) sampler_args["base_urls"] = start_local_servers();
   rollout_.sampler = plugins::SamplerClient::create(

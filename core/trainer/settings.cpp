@@ -225,6 +225,9 @@ GrpoSettings GrpoSettings::from(const config::Config& cfg) {
     r.mark_used(flag);
   sm.options = read_sample_options(r);
   sm.async = r.flag("async_generate");
+  sm.max_num_seqs = r.integer("vllm_max_num_seqs");
+  sm.gpu_memory_utilization = r.real("vllm_gpu_memory_utilization");
+  sm.enforce_eager = r.flag("vllm_enforce_eager");
   sm.dynamic_sample = r.flag("dynamic_sample");
   sm.max_resample_times = r.integer("max_resample_times");
 

@@ -83,6 +83,11 @@ struct SamplingSettings {
   bool dynamic_sample = false;
   int64_t max_resample_times = 3;
   int64_t start_servers = 0;  // num_infer_workers: grpo-rollout servers the host starts and samples on (0: none)
+  // The native sampler's decoding, under vLLM's names: rows decoded at once,
+  // the share of device memory the process may fill, CUDA graphs off.
+  int64_t max_num_seqs = 256;
+  double gpu_memory_utilization = 0.9;
+  bool enforce_eager = false;
 };
 
 // Multi-turn rollouts (ms-swift's multi_turn_scheduler, max_turns,

@@ -101,24 +101,27 @@ INSTANTIATE_TEST_SUITE_P(All, Architectures, ::testing::Values("qwen2", "llama",
 TEST(Presets, RealShapesAreQwen25Configs) {
   struct Expected {
     const char* name;
-    int64_t hidden, intermediate, layers, heads, kv_heads, head_dim, parameters;
+    int64_t hidden, intermediate, layers, heads, kv_heads, head_dim, vocab, parameters;
+    bool tied;
   };
-  for (const Expected& e : {Expected{"qwen2.5-0.5b", 896, 4864, 24, 14, 2, 64, 494032768},
-                            Expected{"qwen2.5-1.5b", 1536, 8960, 28, 12, 2, 128, 1543714304}}) {
+  for (const Expected& e : {Expected{"qwen2.5-0.5b", 896, 4864, 24, 14, 2, 64, 151936, 494032768, true},
+                            Expected{"qwen2.5-1.5b", 1536, 8960, 28, 12, 2, 128, 151936, 1543714304, true},
+                            Expected{"qwen2.5-7b", 3584, 18944, 28, 28, 4, 128, 152064, 7615616512, false}}) {
     ModelConfig c = ModelConfig::from_json(preset_config("qwen2", e.name, 300), e.name);
     EXPECT_EQ(c.hidden_size, e.hidden) << e.name;
     EXPECT_EQ(c.intermediate_size, e.intermediate) << e.name;
     EXPECT_EQ(c.num_hidden_layers, e.layers) << e.name;
     EXPECT_EQ(c.num_attention_heads, e.heads) << e.name;
     EXPECT_EQ(c.num_key_value_heads, e.kv_heads) << e.name;
-    EXPECT_EQ(c.vocab_size, 151936) << e.name;
+    EXPECT_EQ(c.vocab_size, e.vocab) << e.name;
     EXPECT_EQ(c.head_dim, e.head_dim) << e.name;
     EXPECT_DOUBLE_EQ(c.rope_theta, 1000000.0) << e.name;
-    EXPECT_TRUE(c.tie_word_embeddings) << e.name;
+    EXPECT_EQ(c.tie_word_embeddings, e.tied) << e.name;
     // Parameters from the shapes, as the published model cards count them.
     const int64_t H = c.hidden_size, kv = c.num_key_value_heads * c.head_dim;
     const int64_t layer = (H * H + H) + 2 * (H * kv + kv) + H * H + 3 * H * c.intermediate_size + 2 * H;
-    EXPECT_EQ(c.vocab_size * H + c.num_hidden_layers * layer + H, e.parameters) << e.name;
+    const int64_t embeddings = (e.tied ? 1 : 2) * c.vocab_size * H;  // with the lm_head when it is its own
+    EXPECT_EQ(embeddings + c.num_hidden_layers * layer + H, e.parameters) << e.name;
   }
   EXPECT_EQ(preset_config("qwen2", "qwen2.5-0.5b", 200000)["vocab_size"], 200000);  // a larger tokenizer wins
 }

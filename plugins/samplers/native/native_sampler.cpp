@@ -28,6 +28,22 @@ struct NativeSampler {
   std::unique_ptr<grpo::model::Engine> engine;
 };
 
+// How the engine decodes, under vLLM's option names.
+grpo::model::EngineOptions engine_options(grpo::Options& o) {
+  grpo::model::EngineOptions e;
+  const std::string decode = o.get_string("decode", "auto");
+  if (decode == "eager") e.decode = grpo::model::EngineOptions::Decode::Eager;
+  else if (decode == "slots") e.decode = grpo::model::EngineOptions::Decode::Slots;
+  else if (decode != "auto") throw grpo::Error("the native sampler's decode is auto, eager or slots, not '" + decode + "'");
+  e.max_slots = o.get_int("max_num_seqs", 256);
+  if (e.max_slots < 1) throw grpo::Error("the native sampler's max_num_seqs must be at least 1");
+  e.memory_fraction = o.get_double("gpu_memory_utilization", 0.9);
+  if (!(e.memory_fraction > 0 && e.memory_fraction <= 1))
+    throw grpo::Error("the native sampler's gpu_memory_utilization must be in (0, 1]");
+  e.cuda_graphs = !o.get_bool("enforce_eager", false);
+  return e;
+}
+
 grpo_status create(const grpo_host_api* host_api, grpo_str config, grpo_sampler_instance** out, grpo_error* err) {
   return grpo::detail::guarded(err, [&] {
     grpo::Options o{grpo::view(config)};
@@ -45,7 +61,7 @@ grpo_status create(const grpo_host_api* host_api, grpo_str config, grpo_sampler_
     const at::Device device = grpo::model::parse_device(o.get_string("device", "cpu"), "the native sampler's device");
     grpo::model::CausalLM lm =
         grpo::model::load_model(dir, grpo::model::weight_dtype_from_name(o.get_string("torch_dtype", "")), device);
-    s->engine = std::make_unique<grpo::model::Engine>(lm, s->tokenizer.get());
+    s->engine = std::make_unique<grpo::model::Engine>(lm, s->tokenizer.get(), engine_options(o));
     s->host.info("native sampler ready: " + dir + " on " + device.str());
     *out = reinterpret_cast<grpo_sampler_instance*>(s.release());
   });
@@ -136,7 +152,11 @@ const char* kOptions = R"json([
   {"name": "tokenizer", "type": "string", "default": null, "help": "tokenizer directory or tokenizer.json (default: the model's)"},
   {"name": "torch_dtype", "type": "string", "default": "float32", "help": "float32, bfloat16 or float16"},
   {"name": "device", "type": "string", "default": "cpu", "help": "cpu, cuda[:N] or auto (the trainer passes its own)"},
-  {"name": "num_threads", "type": "int", "default": 0, "help": "CPU threads (0 = all cores)"}])json";
+  {"name": "num_threads", "type": "int", "default": 0, "help": "CPU threads (0 = all cores)"},
+  {"name": "decode", "type": "string", "default": "auto", "help": "auto (slots on a GPU, eager on the CPU), eager or slots"},
+  {"name": "max_num_seqs", "type": "int", "default": 256, "help": "rows decoded at once in slots; more wait for a finished row's slot"},
+  {"name": "gpu_memory_utilization", "type": "float", "default": 0.9, "help": "share of the GPU's memory the process may hold with the slots' KV cache"},
+  {"name": "enforce_eager", "type": "bool", "default": false, "help": "decode in slots without CUDA graphs"}])json";
 
 }  // namespace
 

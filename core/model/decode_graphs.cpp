@@ -1,0 +1,74 @@
+#include "model/decode_graphs.h"
+
+#include <map>
+#include <utility>
+
+#ifdef GRPO_WITH_CUDA
+#include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+namespace grpo::model {
+
+#ifdef GRPO_WITH_CUDA
+
+struct DecodeGraphs::Impl {
+  bool enabled;
+  std::map<std::pair<int64_t, int64_t>, std::unique_ptr<at::cuda::CUDAGraph>> graphs;
+  at::cuda::MempoolId_t pool{0, 0};
+  int64_t replays = 0;
+};
+
+void DecodeGraphs::step(SlotDecoder& decoder, int64_t b, int64_t span, at::Device device) {
+  if (!impl_->enabled || !device.is_cuda()) return decoder.step(b, span);
+  auto found = impl_->graphs.find({b, span});
+  if (found != impl_->graphs.end()) {
+    found->second->replay();  // on the current stream
+    ++impl_->replays;
+    return;
+  }
+  c10::cuda::CUDAGuard on_device(device);
+  const c10::cuda::CUDAStream caller = c10::cuda::getCurrentCUDAStream(device.index());
+  const c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(false, device.index());
+  at::cuda::CUDAEvent ready, finished;
+  ready.record(caller);  // what the caller queued (the rows' admission) comes first
+  ready.block(side);
+  {
+    c10::cuda::CUDAStreamGuard on_side(side);
+    decoder.step(b, span);  // this step's work, and the warm-up capture needs
+    if (impl_->pool.first == 0 && impl_->pool.second == 0) impl_->pool = at::cuda::graph_pool_handle();
+    auto graph = std::make_unique<at::cuda::CUDAGraph>();
+    // Thread-local: a rollout server's other threads may use the GPU meanwhile.
+    graph->capture_begin(impl_->pool, cudaStreamCaptureModeThreadLocal);
+    decoder.step(b, span);  // recorded, not run
+    graph->capture_end();
+    impl_->graphs.emplace(std::make_pair(b, span), std::move(graph));
+  }
+  finished.record(side);
+  finished.block(caller);
+}
+
+void DecodeGraphs::clear() { impl_->graphs.clear(); }
+
+#else  // No CUDA in this build: every step runs eagerly.
+
+struct DecodeGraphs::Impl {
+  bool enabled;
+  std::map<std::pair<int64_t, int64_t>, int> graphs;
+  int64_t replays = 0;
+};
+
+void DecodeGraphs::step(SlotDecoder& decoder, int64_t b, int64_t span, at::Device) { decoder.step(b, span); }
+
+void DecodeGraphs::clear() {}
+
+#endif
+
+DecodeGraphs::DecodeGraphs(bool enabled) : impl_(std::make_unique<Impl>()) { impl_->enabled = enabled; }
+DecodeGraphs::~DecodeGraphs() = default;
+int64_t DecodeGraphs::captured() const { return static_cast<int64_t>(impl_->graphs.size()); }
+int64_t DecodeGraphs::replays() const { return impl_->replays; }
+
+}  // namespace grpo::model

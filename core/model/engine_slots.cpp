@@ -1,0 +1,252 @@
+// Engine::decode_in_slots: rows decode in the fixed slots of a SlotDecoder;
+// the host reads their progress every few steps, takes finished rows out and
+// gives their slots to waiting rows (continuous batching).
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <optional>
+#include <random>
+#include <set>
+
+#include "model/decode_graphs.h"
+#include "model/device_memory.h"
+#include "model/engine.h"
+#include "model/engine_call.h"
+#include "model/slot_decoder.h"
+
+namespace grpo::model {
+
+namespace {
+
+int64_t round_up(int64_t n, int64_t step) { return (n + step - 1) / step * step; }
+
+// The batch a step runs: the smallest power of two holding the occupied
+// slots, so the few shapes met are each captured once.
+int64_t batch_bucket(int64_t occupied_to, int64_t slots) {
+  int64_t b = 1;
+  while (b < occupied_to) b *= 2;
+  return std::min(b, slots);
+}
+
+std::vector<const void*> storage_of(const CausalLM& model) {
+  std::vector<const void*> out;
+  for (const auto& p : model->parameters()) out.push_back(p.data_ptr());
+  return out;
+}
+
+}  // namespace
+
+// A decoder large enough for this call, kept for the next ones: its shape
+// only grows, so the graphs captured for it stay valid across calls.
+SlotDecoder& Engine::slot_decoder(const EngineCall& call) {
+  const at::TensorOptions weights = model_->model->embed_tokens->weight.options();
+  const auto rows = static_cast<int64_t>(call.out.size());
+  int64_t longest_prompt = 0, stop_width = 1;
+  for (const auto& r : call.requests) {
+    longest_prompt = std::max(longest_prompt, static_cast<int64_t>(r.prompt_ids.size()));
+    stop_width = std::max(stop_width, static_cast<int64_t>(r.stop_ids.size()));
+  }
+  SlotShape need;
+  need.slots = std::min(batch_bucket(rows, options_.max_slots), options_.max_slots);
+  need.capacity = round_up(longest_prompt + call.max_steps, 128);
+  need.max_new = round_up(call.max_steps, 64);
+  need.stop_width = round_up(stop_width, 4);
+  need.top_logprobs = std::min(call.params.top_logprobs, model_->config().vocab_size);
+  need.seen = call.params.repetition_penalty != 1.0;
+  const SamplingParams& p = call.params;
+  const bool same_params = slots_ && slots_->params().temperature == p.temperature && slots_->params().top_p == p.top_p &&
+                           slots_->params().top_k == p.top_k && slots_->params().min_p == p.min_p &&
+                           slots_->params().repetition_penalty == p.repetition_penalty;
+  if (slots_ && same_params && slots_->shape().holds(need)) {
+    if (storage_of(model_) != captured_weights_) graphs_->clear();  // weights replaced, not updated in place
+    captured_weights_ = storage_of(model_);
+    return *slots_;
+  }
+  if (slots_ && slots_->shape().top_logprobs == need.top_logprobs && slots_->shape().seen == need.seen) {
+    need.slots = std::max(need.slots, slots_->shape().slots);
+    need.capacity = std::max(need.capacity, slots_->shape().capacity);
+    need.max_new = std::max(need.max_new, slots_->shape().max_new);
+    need.stop_width = std::max(need.stop_width, slots_->shape().stop_width);
+  }
+  graphs_->clear();
+  slots_.reset();
+  // On a GPU, no more slots than the memory budget holds.
+  const at::Device device = weights.device();
+  if (auto total = device_total_bytes(device)) {
+    const double held = device_memory(device) ? device_memory(device)->allocated_gb * (1 << 30) : 0.0;
+    const double budget = options_.memory_fraction * static_cast<double>(*total) - held;
+    const double per_slot = static_cast<double>(need.capacity * SlotCache::bytes_per_position(model_->config(), weights.dtype().toScalarType()) +
+                                                (need.seen ? model_->config().vocab_size : 0) +
+                                                need.max_new * (20 + 12 * need.top_logprobs));
+    const auto fit = static_cast<int64_t>(budget / per_slot);
+    if (fit < 1)
+      throw std::runtime_error("out of memory for decoding: one row of " + std::to_string(need.capacity) +
+                               " positions needs " + std::to_string(per_slot / (1 << 20)) + " MiB and " +
+                               std::to_string(budget / (1 << 20)) + " MiB are left under gpu_memory_utilization " +
+                               std::to_string(options_.memory_fraction) +
+                               "; raise vllm_gpu_memory_utilization or lower max_completion_length");
+    need.slots = std::min(need.slots, fit);
+  }
+  slots_ = std::make_unique<SlotDecoder>(model_, need, call.params);
+  captured_weights_ = storage_of(model_);
+  return *slots_;
+}
+
+void Engine::decode_in_slots(EngineCall& call) {
+  const auto& requests = call.requests;
+  std::vector<Completion>& out = call.out;
+  const at::Device device = model_->model->embed_tokens->weight.device();
+  SlotDecoder& dec = slot_decoder(call);
+  const int64_t S = dec.shape().slots;
+  const int64_t every = options_.readback_every > 0 ? options_.readback_every : (device.is_cpu() ? 1 : 8);
+  stats_.slots = true;
+  stats_.slot_count = S;
+  const int64_t replays_before = graphs_->replays();
+
+  std::deque<size_t> waiting;  // completions, in order
+  for (size_t i = 0; i < out.size(); ++i) waiting.push_back(i);
+  std::set<int64_t> free;
+  for (int64_t s = 0; s < S; ++s) free.insert(s);
+  std::vector<int64_t> row_of(static_cast<size_t>(S), -1);  // slot -> completion
+  std::vector<int64_t> known(static_cast<size_t>(S), 0);    // ids sampled as of the last read
+  std::vector<int64_t> checked(static_cast<size_t>(S), 0);  // ids checked for stop strings
+  std::map<size_t, std::vector<std::pair<at::Tensor, at::Tensor>>> prompt_kv;  // request -> its prefill's keys/values
+  bool first_admission = true;
+
+  auto admit_waiting = [&] {
+    std::vector<SlotAdmission> rows;
+    std::vector<int64_t> prompt_rows;
+    std::map<size_t, std::vector<int64_t>> slots_of_prompt;
+    while (!free.empty() && !waiting.empty()) {
+      const size_t i = waiting.front();
+      waiting.pop_front();
+      const Completion& c = out[i];
+      if (call.cancelled(c.request)) continue;  // never started
+      const int64_t slot = *free.begin();
+      free.erase(free.begin());
+      row_of[static_cast<size_t>(slot)] = static_cast<int64_t>(i);
+      known[static_cast<size_t>(slot)] = 1;
+      checked[static_cast<size_t>(slot)] = 0;
+      SlotAdmission a;
+      a.slot = slot;
+      a.prompt = &requests[c.request].prompt_ids;
+      a.budget = call.budget(c);
+      a.stop_ids = requests[c.request].stop_ids;
+      std::mt19937_64 rng(sequence_seed(requests[c.request].seed, static_cast<uint64_t>(c.index)));
+      std::vector<std::mt19937_64*> one{&rng};
+      for (int64_t t = 0; t < a.budget; ++t) a.draws.push_back(uniform_draws(one).front());
+      rows.push_back(std::move(a));
+      prompt_rows.push_back(static_cast<int64_t>(c.request));
+      slots_of_prompt[c.request].push_back(slot);
+    }
+    if (rows.empty()) return;
+    if (!first_admission) stats_.refills += static_cast<int64_t>(rows.size());
+    first_admission = false;
+    for (const auto& [p, slots] : slots_of_prompt) {
+      auto kv = prompt_kv.find(p);
+      if (kv == prompt_kv.end()) kv = prompt_kv.emplace(p, call.prompts.real_row(static_cast<int64_t>(p))).first;
+      dec.cache().load(at::tensor(slots, at::kLong).to(device), kv->second);
+    }
+    dec.admit(rows, call.last.index_select(0, at::tensor(prompt_rows, at::kLong).to(device)));
+  };
+
+  // Takes the row of `slot` out: its first n ids into its completion. Without
+  // a reason given, the row stopped if its last id is a stop id, else ran
+  // out of budget.
+  auto finish = [&](int64_t slot, int64_t n, std::optional<FinishReason> reason, bool keep) {
+    Completion& c = out[static_cast<size_t>(row_of[static_cast<size_t>(slot)])];
+    const at::Tensor ids = dec.ids(slot, n).to(at::kCPU).to(at::kInt).contiguous();
+    const at::Tensor logp = dec.logprobs(slot, n).to(at::kCPU).contiguous();
+    c.ids.assign(ids.data_ptr<int32_t>(), ids.data_ptr<int32_t>() + n);
+    c.logprobs.assign(logp.data_ptr<float>(), logp.data_ptr<float>() + n);
+    if (dec.shape().top_logprobs > 0) {
+      const at::Tensor top_ids = dec.top_ids(slot, n).to(at::kCPU).to(at::kInt).contiguous();
+      const at::Tensor top_logp = dec.top_logprobs(slot, n).to(at::kCPU).contiguous();
+      const int64_t k = top_ids.size(1);
+      for (int64_t t = 0; t < n; ++t) {
+        c.top_ids.emplace_back(top_ids.data_ptr<int32_t>() + t * k, top_ids.data_ptr<int32_t>() + (t + 1) * k);
+        c.top_logprobs.emplace_back(top_logp.data_ptr<float>() + t * k, top_logp.data_ptr<float>() + (t + 1) * k);
+      }
+    }
+    if (!reason) {
+      const auto& stops = requests[c.request].stop_ids;
+      reason = std::find(stops.begin(), stops.end(), c.ids.back()) != stops.end() ? FinishReason::Stop
+                                                                                  : FinishReason::Length;
+    }
+    c.finish = *reason;
+    const auto& prompt = requests[c.request].prompt_ids;
+    if (keep && call.reuse.keep) keep_for_next_call(dec.cache().read(slot, static_cast<int64_t>(prompt.size()) + n - 1), prompt, c.ids);
+    row_of[static_cast<size_t>(slot)] = -1;
+    free.insert(slot);
+  };
+
+  admit_waiting();
+  while (true) {
+    int64_t occupied_to = 0, remaining = 0, span = 1;
+    for (int64_t s = 0; s < S; ++s) {
+      const int64_t i = row_of[static_cast<size_t>(s)];
+      if (i < 0) continue;
+      occupied_to = s + 1;
+      remaining = std::max(remaining, call.budget(out[static_cast<size_t>(i)]) - known[static_cast<size_t>(s)]);
+    }
+    if (occupied_to == 0) break;  // nothing decoding and nothing waiting
+    const int64_t b = batch_bucket(occupied_to, S), steps = std::min(every, remaining);
+    for (int64_t s = 0; s < occupied_to; ++s) {
+      const int64_t i = row_of[static_cast<size_t>(s)];
+      if (i < 0) continue;
+      const Completion& c = out[static_cast<size_t>(i)];
+      // The last position this row may feed before the next read.
+      const int64_t last = static_cast<int64_t>(requests[c.request].prompt_ids.size()) +
+                           std::min(known[static_cast<size_t>(s)] + steps, call.budget(c)) - 1;
+      span = std::max(span, last + 1);
+    }
+    span = std::min(round_up(span, 128), dec.shape().capacity);
+    for (int64_t t = 0; t < steps; ++t) graphs_->step(dec, b, span, device);
+    stats_.steps += steps;
+    ++stats_.readbacks;
+    const at::Tensor progress = dec.read_progress(b).contiguous();
+    const int64_t* done = progress.data_ptr<int64_t>();
+    const int64_t* generated = done + b;
+    at::Tensor all_ids;
+    if (!call.params.stop_strings.empty()) {
+      int64_t longest = 1;
+      for (int64_t s = 0; s < b; ++s) longest = std::max(longest, generated[s]);
+      all_ids = dec.all_ids(b, longest).to(at::kCPU).to(at::kInt).contiguous();
+    }
+    std::vector<int64_t> retired;
+    for (int64_t s = 0; s < b; ++s) {
+      const int64_t i = row_of[static_cast<size_t>(s)];
+      if (i < 0) continue;
+      const Completion& c = out[static_cast<size_t>(i)];
+      const int64_t n = generated[s];
+      known[static_cast<size_t>(s)] = n;
+      if (all_ids.defined()) {  // the first id whose text completes a stop string ends the row
+        const int32_t* row = all_ids.data_ptr<int32_t>() + s * all_ids.size(1);
+        std::vector<int32_t> so_far(row, row + checked[static_cast<size_t>(s)]);
+        int64_t hit = -1;
+        for (int64_t t = checked[static_cast<size_t>(s)]; t < n && hit < 0; ++t) {
+          so_far.push_back(row[t]);
+          if (call.hits_stop_string(*tokenizer_, so_far)) hit = t + 1;
+        }
+        checked[static_cast<size_t>(s)] = n;
+        if (hit > 0) {  // at or before any stop id: the device stops at those
+          if (!done[s]) retired.push_back(s);
+          finish(s, hit, FinishReason::Stop, true);
+          continue;
+        }
+      }
+      if (done[s]) {
+        finish(s, n, std::nullopt, true);
+      } else if (call.cancelled(c.request)) {
+        retired.push_back(s);
+        finish(s, n, FinishReason::Length, false);
+      }
+    }
+    if (!retired.empty()) dec.retire(retired);
+    admit_waiting();
+  }
+  stats_.graphs = graphs_->captured();
+  stats_.replays = graphs_->replays() - replays_before;
+}
+
+}  // namespace grpo::model

@@ -1,0 +1,58 @@
+#include "model/slot_cache.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace grpo::model {
+
+SlotCache::SlotCache(const ModelConfig& config, int64_t slots, int64_t capacity, at::TensorOptions options)
+    : slots_(slots), capacity_(capacity) {
+  for (int64_t l = 0; l < config.num_hidden_layers; ++l)
+    layers_.emplace_back(at::zeros({slots, config.num_key_value_heads, capacity, config.head_dim}, options),
+                         at::zeros({slots, config.num_key_value_heads, capacity, config.head_dim}, options));
+}
+
+int64_t SlotCache::bytes_per_position(const ModelConfig& config, at::ScalarType dtype) {
+  return 2 * config.num_hidden_layers * config.num_key_value_heads * config.head_dim *
+         static_cast<int64_t>(c10::elementSize(dtype));
+}
+
+void SlotCache::set_step(const at::Tensor& positions, int64_t span) {
+  if (positions.size(0) > slots_ || span > capacity_ || span < 1)
+    throw std::logic_error("slot cache: a step of " + std::to_string(positions.size(0)) + " slots over " +
+                           std::to_string(span) + " positions does not fit " + std::to_string(slots_) + " x " +
+                           std::to_string(capacity_));
+  positions_ = positions;
+  span_ = span;
+}
+
+std::pair<at::Tensor, at::Tensor> SlotCache::append(size_t layer, const at::Tensor& k, const at::Tensor& v) {
+  const int64_t b = k.size(0);
+  at::Tensor keys = layers_.at(layer).first.narrow(0, 0, b), values = layers_[layer].second.narrow(0, 0, b);
+  // One index per written element: scatter along the position axis.
+  at::Tensor where = positions_.view({b, 1, 1, 1}).expand({b, k.size(1), 1, k.size(3)});
+  keys.scatter_(2, where, k.to(keys.scalar_type()));
+  values.scatter_(2, where, v.to(values.scalar_type()));
+  return {keys.narrow(2, 0, span_), values.narrow(2, 0, span_)};
+}
+
+void SlotCache::load(const at::Tensor& slots, const std::vector<std::pair<at::Tensor, at::Tensor>>& kv) {
+  if (kv.size() != layers_.size()) throw std::logic_error("slot cache: a sequence of another layer count");
+  const int64_t m = slots.size(0);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const at::Tensor& k = kv[l].first;
+    const int64_t n = k.size(1);
+    if (n > capacity_) throw std::logic_error("slot cache: a sequence longer than its capacity");
+    auto sizes = std::vector<int64_t>{m, k.size(0), n, k.size(2)};
+    layers_[l].first.narrow(2, 0, n).index_copy_(0, slots, k.unsqueeze(0).expand(sizes));
+    layers_[l].second.narrow(2, 0, n).index_copy_(0, slots, kv[l].second.unsqueeze(0).expand(sizes));
+  }
+}
+
+std::vector<std::pair<at::Tensor, at::Tensor>> SlotCache::read(int64_t slot, int64_t n) const {
+  std::vector<std::pair<at::Tensor, at::Tensor>> out;
+  for (const auto& [k, v] : layers_) out.emplace_back(k[slot].narrow(1, 0, n).clone(), v[slot].narrow(1, 0, n).clone());
+  return out;
+}
+
+}  // namespace grpo::model

@@ -1,0 +1,50 @@
+// Keys and values of a fixed set of decoding slots, allocated once per shape:
+// per layer [slots, H_kv, capacity, D]. A slot holds one sequence from
+// position 0; a decoding step writes each slot's new key at that slot's own
+// position, so no tensor ever moves or grows — what a captured CUDA graph
+// needs, and what lets a finished row's slot take a waiting row at once.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "model/kv_cache.h"
+#include "model/model_config.h"
+
+namespace grpo::model {
+
+class SlotCache : public LayerKv {
+ public:
+  SlotCache(const ModelConfig& config, int64_t slots, int64_t capacity, at::TensorOptions options);
+
+  // The step that decode_slots runs next: the first b = positions.size(0)
+  // slots, attending over their first `span` positions.
+  void set_step(const at::Tensor& positions, int64_t span);
+
+  // k, v: [b, H_kv, 1, D], written at each slot's position; returns the first
+  // b slots' keys/values [b, H_kv, span, D].
+  std::pair<at::Tensor, at::Tensor> append(size_t layer, const at::Tensor& k, const at::Tensor& v) override;
+
+  // Gives the slots `slots` ([m] int64 on the cache's device) the sequence
+  // `kv` (per layer [H_kv, n, D]) at positions 0..n-1: a prompt's prefill,
+  // shared by the m copies of the prompt.
+  void load(const at::Tensor& slots, const std::vector<std::pair<at::Tensor, at::Tensor>>& kv);
+
+  // Per layer, copies of slot `slot`'s keys/values at positions 0..n-1: [H_kv, n, D].
+  std::vector<std::pair<at::Tensor, at::Tensor>> read(int64_t slot, int64_t n) const;
+
+  int64_t slots() const { return slots_; }
+  int64_t capacity() const { return capacity_; }
+
+  // Bytes of keys and values per slot position.
+  static int64_t bytes_per_position(const ModelConfig& config, at::ScalarType dtype);
+
+ private:
+  int64_t slots_, capacity_;
+  std::vector<std::pair<at::Tensor, at::Tensor>> layers_;  // [slots, H_kv, capacity, D]
+  at::Tensor positions_;
+  int64_t span_ = 0;
+};
+
+}  // namespace grpo::model
