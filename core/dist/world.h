@@ -30,8 +30,9 @@
 #include "dist/rank_env.h"
 
 namespace c10d {
+class Backend;
 class Work;
-}
+}  // namespace c10d
 
 namespace grpo::dist {
 
@@ -49,8 +50,11 @@ class World {
   // Joins the run described by `env` (world size >= 2): rank 0 hosts the
   // store; everyone waits up to `join_timeout` (default: `timeout`, each
   // collective's limit) for the others to join.
+  // Ranks on GPUs (`device` CUDA) also build an NCCL group, which carries
+  // the training channel's collectives of device tensors.
   static std::unique_ptr<World> join(const RankEnv& env, std::chrono::milliseconds timeout,
-                                     std::optional<std::chrono::milliseconds> join_timeout = std::nullopt);
+                                     std::optional<std::chrono::milliseconds> join_timeout = std::nullopt,
+                                     at::Device device = at::kCPU);
   ~World();
   World(const World&) = delete;
   World& operator=(const World&) = delete;
@@ -62,7 +66,11 @@ class World {
   bool is_main() const { return rank_ == 0; }
   bool distributed() const { return size_ > 1; }
 
-  // Sums float tensors (CPU, contiguous) in place over the ranks.
+  // True when the training channel's device tensors go over NCCL.
+  bool uses_nccl() const;
+
+  // Sums float tensors (contiguous; CPU over Gloo, GPU over NCCL where the
+  // world has it) in place over the ranks.
   void all_reduce_sum(std::vector<at::Tensor>& tensors, Channel channel, const std::string& what);
   // all_reduce_sum started now and left running, for work to overlap it (the
   // backward pass); finish_started() waits for every collective started so,
@@ -90,9 +98,10 @@ class World {
 
  private:
   struct Impl;
-  void wait(c10d::Work& work, const std::string& collective, const std::string& what, double started_s);
-  void each(std::vector<at::Tensor>& tensors, const char* collective, const std::string& what,
-            const std::function<c10::intrusive_ptr<c10d::Work>(std::vector<at::Tensor>&)>& start);
+  void wait(c10d::Work& work, const std::string& collective, const std::string& what, double started_s,
+            bool on_device = false);
+  void each(std::vector<at::Tensor>& tensors, Channel channel, const char* collective, const std::string& what,
+            const std::function<c10::intrusive_ptr<c10d::Work>(c10d::Backend&, std::vector<at::Tensor>&)>& start);
   std::pair<std::vector<int64_t>, at::Tensor> padded(const std::string& bytes, Channel channel, const char* collective,
                                                      const std::string& what, double t0);
   [[noreturn]] void fail(const std::string& collective, const std::string& what, double started_s,

@@ -19,9 +19,31 @@ Engine::Engine(CausalLM model, const tok::Tokenizer* tokenizer, EngineOptions op
     : model_(std::move(model)),
       tokenizer_(tokenizer),
       options_(options),
-      graphs_(std::make_unique<DecodeGraphs>(options.cuda_graphs)) {}
+      graphs_(std::make_unique<DecodeGraphs>(options.cuda_graphs)) {
+  warm_up();
+}
 
 Engine::~Engine() = default;
+
+// On a GPU the first call would pay for loading every kernel it launches,
+// creating cuBLAS handles and growing the allocator's pool: seconds, against
+// a fraction of one for a warm call. Two tiny calls pay that when the engine
+// loads, one plain and one with every sampling filter; what they allocated
+// for decoding is let go (a real call's shape differs).
+void Engine::warm_up() {
+  if (model_->model->embed_tokens->weight.device().is_cpu()) return;
+  SamplingParams plain, filtered;
+  plain.max_new_tokens = filtered.max_new_tokens = 3;
+  filtered.top_k = 50;
+  filtered.top_p = 0.9;
+  filtered.min_p = 0.05;
+  filtered.repetition_penalty = 1.1;
+  filtered.top_logprobs = 2;
+  for (const SamplingParams& p : {plain, filtered}) generate({{{1, 2, 3, 4}, 2, 0, {}}}, p);
+  graphs_->clear();
+  slots_.reset();
+  stats_ = DecodeStats{};
+}
 
 namespace {
 

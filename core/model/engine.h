@@ -79,6 +79,7 @@ struct DecodeStats {
   int64_t steps = 0;        // decoding steps (each over all occupied slots)
   int64_t readbacks = 0;    // reads of the rows' progress
   int64_t refills = 0;      // rows that took a finished row's slot
+  int64_t compactions = 0;  // times the rows left were packed into the first slots
   int64_t graphs = 0;       // CUDA graphs held after the call
   int64_t replays = 0;      // steps that replayed one
 };
@@ -108,6 +109,7 @@ class Engine {
   const EngineOptions& options() const { return options_; }
 
  private:
+  void warm_up();
   void prefill(EngineCall& call);
   void decode_eagerly(EngineCall& call);
   void decode_in_slots(EngineCall& call);

@@ -150,22 +150,43 @@ void Engine::decode_in_slots(EngineCall& call) {
     dec.admit(rows, call.last.index_select(0, at::tensor(prompt_rows, at::kLong).to(device)));
   };
 
+  // What the occupied slots sampled, read back once per read of progress
+  // and only when a row leaves or stop strings are searched.
+  struct OnHost {
+    at::Tensor ids, logp, top_ids, top_logp;  // [b, width(, k)]
+  };
+  std::optional<OnHost> host;
+  int64_t host_b = 0, host_width = 0;
+  auto on_host = [&]() -> const OnHost& {
+    if (!host) {
+      host.emplace();
+      host->ids = dec.ids(host_b, host_width).to(at::kCPU).to(at::kInt).contiguous();
+      host->logp = dec.logprobs(host_b, host_width).to(at::kCPU).contiguous();
+      if (dec.shape().top_logprobs > 0) {
+        host->top_ids = dec.top_ids(host_b, host_width).to(at::kCPU).to(at::kInt).contiguous();
+        host->top_logp = dec.top_logprobs(host_b, host_width).to(at::kCPU).contiguous();
+      }
+    }
+    return *host;
+  };
+
   // Takes the row of `slot` out: its first n ids into its completion. Without
   // a reason given, the row stopped if its last id is a stop id, else ran
   // out of budget.
   auto finish = [&](int64_t slot, int64_t n, std::optional<FinishReason> reason, bool keep) {
     Completion& c = out[static_cast<size_t>(row_of[static_cast<size_t>(slot)])];
-    const at::Tensor ids = dec.ids(slot, n).to(at::kCPU).to(at::kInt).contiguous();
-    const at::Tensor logp = dec.logprobs(slot, n).to(at::kCPU).contiguous();
-    c.ids.assign(ids.data_ptr<int32_t>(), ids.data_ptr<int32_t>() + n);
-    c.logprobs.assign(logp.data_ptr<float>(), logp.data_ptr<float>() + n);
-    if (dec.shape().top_logprobs > 0) {
-      const at::Tensor top_ids = dec.top_ids(slot, n).to(at::kCPU).to(at::kInt).contiguous();
-      const at::Tensor top_logp = dec.top_logprobs(slot, n).to(at::kCPU).contiguous();
-      const int64_t k = top_ids.size(1);
+    const OnHost& h = on_host();
+    const int32_t* ids = h.ids.data_ptr<int32_t>() + slot * host_width;
+    const float* logp = h.logp.data_ptr<float>() + slot * host_width;
+    c.ids.assign(ids, ids + n);
+    c.logprobs.assign(logp, logp + n);
+    if (h.top_ids.defined()) {
+      const int64_t k = h.top_ids.size(2);
+      const int32_t* top_ids = h.top_ids.data_ptr<int32_t>() + slot * host_width * k;
+      const float* top_logp = h.top_logp.data_ptr<float>() + slot * host_width * k;
       for (int64_t t = 0; t < n; ++t) {
-        c.top_ids.emplace_back(top_ids.data_ptr<int32_t>() + t * k, top_ids.data_ptr<int32_t>() + (t + 1) * k);
-        c.top_logprobs.emplace_back(top_logp.data_ptr<float>() + t * k, top_logp.data_ptr<float>() + (t + 1) * k);
+        c.top_ids.emplace_back(top_ids + t * k, top_ids + (t + 1) * k);
+        c.top_logprobs.emplace_back(top_logp + t * k, top_logp + (t + 1) * k);
       }
     }
     if (!reason) {
@@ -178,6 +199,35 @@ void Engine::decode_in_slots(EngineCall& call) {
     if (keep && call.reuse.keep) keep_for_next_call(dec.cache().read(slot, static_cast<int64_t>(prompt.size()) + n - 1), prompt, c.ids);
     row_of[static_cast<size_t>(slot)] = -1;
     free.insert(slot);
+  };
+
+  // Once no row waits, finished rows leave holes that no row fills: when the
+  // rows left fit in half the batch a step runs over, they move into the
+  // lowest slots (a copy of their keys and values), so the steps that remain
+  // run over half as many.
+  auto compact = [&] {
+    std::vector<int64_t> occupied;
+    for (int64_t s = 0; s < S; ++s)
+      if (row_of[static_cast<size_t>(s)] >= 0) occupied.push_back(s);
+    if (occupied.empty() || 2 * static_cast<int64_t>(occupied.size()) > batch_bucket(occupied.back() + 1, S)) return;
+    std::vector<int64_t> from, to;
+    for (auto hole = free.begin(); hole != free.end() && !occupied.empty() && *hole < occupied.back(); ++hole) {
+      from.push_back(occupied.back());
+      to.push_back(*hole);
+      occupied.pop_back();
+    }
+    if (from.empty()) return;
+    dec.move(from, to);
+    for (size_t i = 0; i < from.size(); ++i) {
+      const auto f = static_cast<size_t>(from[i]), t = static_cast<size_t>(to[i]);
+      row_of[t] = row_of[f];
+      known[t] = known[f];
+      checked[t] = checked[f];
+      row_of[f] = -1;
+      free.erase(to[i]);
+      free.insert(from[i]);
+    }
+    ++stats_.compactions;
   };
 
   admit_waiting();
@@ -207,12 +257,12 @@ void Engine::decode_in_slots(EngineCall& call) {
     const at::Tensor progress = dec.read_progress(b).contiguous();
     const int64_t* done = progress.data_ptr<int64_t>();
     const int64_t* generated = done + b;
-    at::Tensor all_ids;
-    if (!call.params.stop_strings.empty()) {
-      int64_t longest = 1;
-      for (int64_t s = 0; s < b; ++s) longest = std::max(longest, generated[s]);
-      all_ids = dec.all_ids(b, longest).to(at::kCPU).to(at::kInt).contiguous();
-    }
+    host.reset();
+    host_b = b;
+    host_width = 1;
+    for (int64_t s = 0; s < b; ++s)
+      if (row_of[static_cast<size_t>(s)] >= 0) host_width = std::max(host_width, generated[s]);
+    const bool stop_strings = !call.params.stop_strings.empty();
     std::vector<int64_t> retired;
     for (int64_t s = 0; s < b; ++s) {
       const int64_t i = row_of[static_cast<size_t>(s)];
@@ -220,8 +270,8 @@ void Engine::decode_in_slots(EngineCall& call) {
       const Completion& c = out[static_cast<size_t>(i)];
       const int64_t n = generated[s];
       known[static_cast<size_t>(s)] = n;
-      if (all_ids.defined()) {  // the first id whose text completes a stop string ends the row
-        const int32_t* row = all_ids.data_ptr<int32_t>() + s * all_ids.size(1);
+      if (stop_strings) {  // the first id whose text completes a stop string ends the row
+        const int32_t* row = on_host().ids.data_ptr<int32_t>() + s * host_width;
         std::vector<int32_t> so_far(row, row + checked[static_cast<size_t>(s)]);
         int64_t hit = -1;
         for (int64_t t = checked[static_cast<size_t>(s)]; t < n && hit < 0; ++t) {
@@ -244,6 +294,7 @@ void Engine::decode_in_slots(EngineCall& call) {
     }
     if (!retired.empty()) dec.retire(retired);
     admit_waiting();
+    if (waiting.empty()) compact();
   }
   stats_.graphs = graphs_->captured();
   stats_.replays = graphs_->replays() - replays_before;

@@ -49,6 +49,13 @@ void SlotCache::load(const at::Tensor& slots, const std::vector<std::pair<at::Te
   }
 }
 
+void SlotCache::move(const at::Tensor& from, const at::Tensor& to) {
+  for (auto& [k, v] : layers_) {
+    k.index_copy_(0, to, k.index_select(0, from));
+    v.index_copy_(0, to, v.index_select(0, from));
+  }
+}
+
 std::vector<std::pair<at::Tensor, at::Tensor>> SlotCache::read(int64_t slot, int64_t n) const {
   std::vector<std::pair<at::Tensor, at::Tensor>> out;
   for (const auto& [k, v] : layers_) out.emplace_back(k[slot].narrow(1, 0, n).clone(), v[slot].narrow(1, 0, n).clone());

@@ -31,6 +31,9 @@ class SlotCache : public LayerKv {
   // shared by the m copies of the prompt.
   void load(const at::Tensor& slots, const std::vector<std::pair<at::Tensor, at::Tensor>>& kv);
 
+  // Copies slots `from` to slots `to` ([m] int64 each, on the cache's device).
+  void move(const at::Tensor& from, const at::Tensor& to);
+
   // Per layer, copies of slot `slot`'s keys/values at positions 0..n-1: [H_kv, n, D].
   std::vector<std::pair<at::Tensor, at::Tensor>> read(int64_t slot, int64_t n) const;
 

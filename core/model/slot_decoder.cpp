@@ -128,6 +128,15 @@ void SlotDecoder::retire(const std::vector<int64_t>& slots) {
   done_.index_fill_(0, at::tensor(slots, at::kLong).to(done_.device()), true);
 }
 
+void SlotDecoder::move(const std::vector<int64_t>& from, const std::vector<int64_t>& to) {
+  const at::Tensor src = at::tensor(from, at::kLong).to(done_.device()), dst = at::tensor(to, at::kLong).to(done_.device());
+  for (at::Tensor* buffer : {&tokens_, &positions_, &generated_, &budget_, &done_, &stop_ids_, &draws_, &out_ids_,
+                             &out_logprobs_, &out_top_ids_, &out_top_logprobs_, &seen_})
+    if (buffer->defined()) buffer->index_copy_(0, dst, buffer->index_select(0, src));
+  cache_.move(src, dst);
+  done_.index_fill_(0, src, true);
+}
+
 at::Tensor SlotDecoder::read_progress(int64_t b) const {
   return at::stack({done_.narrow(0, 0, b).to(at::kLong), generated_.narrow(0, 0, b)}).to(at::kCPU);
 }

@@ -62,16 +62,20 @@ class SlotDecoder {
   // request): they change nothing more, and their slots may be admitted to.
   void retire(const std::vector<int64_t>& slots);
 
+  // Moves the rows of slots from[i] to slots to[i] (free ones), all they
+  // hold included; the slots they leave are free. Packs the rows that are
+  // left into the first slots, so the steps run over fewer.
+  void move(const std::vector<int64_t>& from, const std::vector<int64_t>& to);
+
   // [2, b] int64 on the CPU: done (0/1) and ids sampled, per slot.
   at::Tensor read_progress(int64_t b) const;
 
-  // The first n ids of `slot` and their log-probabilities (and top tokens).
-  at::Tensor ids(int64_t slot, int64_t n) const { return out_ids_[slot].narrow(0, 0, n); }
-  at::Tensor logprobs(int64_t slot, int64_t n) const { return out_logprobs_[slot].narrow(0, 0, n); }
-  at::Tensor top_ids(int64_t slot, int64_t n) const { return out_top_ids_[slot].narrow(0, 0, n); }
-  at::Tensor top_logprobs(int64_t slot, int64_t n) const { return out_top_logprobs_[slot].narrow(0, 0, n); }
-  // [b, n] int64: the first n ids of the first b slots.
-  at::Tensor all_ids(int64_t b, int64_t n) const { return out_ids_.narrow(0, 0, b).narrow(1, 0, n); }
+  // What the first b slots sampled, their first n ids: ids [b, n] int64,
+  // their log-probabilities [b, n] and most likely tokens [b, n, k].
+  at::Tensor ids(int64_t b, int64_t n) const { return out_ids_.narrow(0, 0, b).narrow(1, 0, n); }
+  at::Tensor logprobs(int64_t b, int64_t n) const { return out_logprobs_.narrow(0, 0, b).narrow(1, 0, n); }
+  at::Tensor top_ids(int64_t b, int64_t n) const { return out_top_ids_.narrow(0, 0, b).narrow(1, 0, n); }
+  at::Tensor top_logprobs(int64_t b, int64_t n) const { return out_top_logprobs_.narrow(0, 0, b).narrow(1, 0, n); }
 
  private:
   CausalLM model_;

@@ -351,7 +351,9 @@ void run_grpo(const GrpoSettings& settings) {
   std::unique_ptr<dist::World> world = std::make_unique<dist::World>();
   if (std::optional<dist::RankEnv> env = dist::rank_env_from_environment(); env && env->world_size > 1) {
     label_log_lines(env->rank);
-    world = dist::World::join(*env, std::chrono::milliseconds(static_cast<int64_t>(settings.dist.timeout_s * 1000)));
+    // Ranks on GPUs also join an NCCL group for their gradients, shards and metrics.
+    world = dist::World::join(*env, std::chrono::milliseconds(static_cast<int64_t>(settings.dist.timeout_s * 1000)),
+                              std::nullopt, settings.model.device);
   }
   try {
     GrpoTrainer trainer(settings, *world);

@@ -51,6 +51,18 @@ std::string log_tail(const std::string& path) {
 
 }  // namespace
 
+std::vector<std::string> rollout_server_devices(const c10::Device& training, int visible_gpus, int local_size,
+                                                int64_t count) {
+  std::vector<std::string> out;
+  const int free_from = local_size, free = visible_gpus - local_size;
+  for (int64_t i = 0; i < count; ++i) {
+    if (!training.is_cuda() || visible_gpus < 1) out.emplace_back("cpu");
+    else if (free > 0) out.push_back("cuda:" + std::to_string(free_from + static_cast<int>(i % free)));
+    else out.push_back("cuda:" + std::to_string(static_cast<int>(i % std::min(local_size, visible_gpus))));
+  }
+  return out;
+}
+
 LocalRolloutServers::LocalRolloutServers(const LocalServerOptions& o) {
   const std::string exe = rollout_exe();
   fs::create_directories(o.log_dir);
@@ -69,9 +81,13 @@ LocalRolloutServers::LocalRolloutServers(const LocalServerOptions& o) {
       if (::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe(): " + std::string(strerror(errno)));
       server.stdout_fd = out[0];
       // Loopback: every rank reaches them at 127.0.0.1 (ports(), and the trainer's URLs).
+      const std::string device = static_cast<size_t>(i) < o.devices.size() ? o.devices[static_cast<size_t>(i)] : "cpu";
       const std::vector<std::string> args = {exe, "--model", o.model_dir, "--host", "127.0.0.1", "--port", "0",
-                                             "--torch_dtype", o.torch_dtype, "--device", o.device, "--num_threads",
-                                             std::to_string(o.threads_each)};
+                                             "--torch_dtype", o.torch_dtype, "--device", device, "--num_threads",
+                                             std::to_string(o.threads_each), "--max_num_seqs",
+                                             std::to_string(o.max_num_seqs), "--gpu_memory_utilization",
+                                             fmt::format("{}", o.gpu_memory_utilization), "--enforce_eager",
+                                             o.enforce_eager ? "true" : "false"};
       std::vector<char*> argv;
       for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
       argv.push_back(nullptr);

@@ -9,13 +9,28 @@
 #include <string>
 #include <vector>
 
+#include <c10/core/Device.h>
+
 namespace grpo::trainer {
+
+// The devices of `count` rollout servers a node starts beside `local_size`
+// training ranks that train on `training` (cuda:LOCAL_RANK, or the CPU), of
+// `visible_gpus`: on GPUs, those the ranks leave free, in turn (ms-swift's
+// async mode: CUDA_VISIBLE_DEVICES=0..7 NPROC_PER_NODE=7 --num_infer_workers
+// 1 samples on the eighth); with none free, the ranks' own GPUs in turn
+// (each server then shares one with training); on the CPU, the CPU.
+std::vector<std::string> rollout_server_devices(const c10::Device& training, int visible_gpus, int local_size,
+                                                int64_t count);
 
 struct LocalServerOptions {
   int64_t count = 1;
   std::string model_dir;
   std::string torch_dtype = "float32";
-  std::string device = "cpu";   // the trainer's own: the servers share its GPU
+  std::vector<std::string> devices;  // server i's (rollout_server_devices); empty: all on the CPU
+  // Their engines' decoding (grpo-rollout's flags of the same names).
+  int64_t max_num_seqs = 256;
+  double gpu_memory_utilization = 0.9;
+  bool enforce_eager = false;
   int threads_each = 1;         // engine threads of each server
   std::string log_dir;          // each server's stderr goes to <log_dir>/rollout_server_<i>.log
   double start_timeout_s = 240;  // until each prints its address (vllm_server_timeout)

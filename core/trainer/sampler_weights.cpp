@@ -11,6 +11,7 @@
 
 #include <thread>
 
+#include "model/device.h"
 #include "model/dtype.h"
 #include "model/lora.h"
 #include "model/weights.h"
@@ -66,8 +67,9 @@ void GrpoTrainer::create_sampler() {
 }
 
 // Rank 0 starts the servers on this node and tells the other ranks their
-// ports; they share them, as they share a server given by address. On CPU
-// the servers divide the cores training uses (training waits while they sample).
+// ports; they share them, as they share a server given by address. On GPUs
+// they take the visible GPUs the ranks leave free; on the CPU they divide
+// the cores training uses (training waits while they sample).
 std::vector<std::string> GrpoTrainer::start_local_servers() {
   const int64_t count = s_.sampling.start_servers;
   if (world_.local_size() != world_.size())
@@ -79,7 +81,10 @@ std::vector<std::string> GrpoTrainer::start_local_servers() {
     o.count = count;
     o.model_dir = s_.model.dir;
     o.torch_dtype = model::weight_dtype_name(s_.model.dtype);
-    o.device = s_.model.device.str();
+    o.devices = rollout_server_devices(s_.model.device, model::visible_gpus(), world_.local_size(), count);
+    o.max_num_seqs = s_.sampling.max_num_seqs;
+    o.gpu_memory_utilization = s_.sampling.gpu_memory_utilization;
+    o.enforce_eager = s_.sampling.enforce_eager;
     const int cores = s_.num_threads > 0 ? s_.num_threads : static_cast<int>(std::thread::hardware_concurrency());
     o.threads_each = std::max<int>(1, cores / static_cast<int>(count));
     o.log_dir = s_.checkpoint.output_dir;

@@ -106,6 +106,23 @@ TEST(SlotDecode, RowsBeyondTheSlotsTakeTheSlotsOfFinishedRows) {
   EXPECT_GE(stats.steps, 10 + 10);
 }
 
+TEST(SlotDecode, RowsLeftAfterOthersFinishMoveIntoTheFirstSlots) {
+  std::vector<GenerateRequest> r;
+  const std::vector<int64_t> budgets = {2, 3, 3, 4, 5, 2, 6, 20};
+  for (size_t i = 0; i < budgets.size(); ++i) {
+    r.push_back({{static_cast<int32_t>(10 + i), 11, 12}, 1, 30 + i, {}});
+    r.back().max_new_tokens = budgets[i];
+  }
+  Engine packing(load_model(kDir), nullptr, slots(8)), eagerly(load_model(kDir), nullptr, eager());
+  SamplingParams p = params(20, 1.0);
+  p.repetition_penalty = 1.2;  // every per-row buffer moves with its row
+  p.top_logprobs = 2;
+  expect_same(packing.generate(r, p), eagerly.generate(r, p));
+  EXPECT_GE(packing.decode_stats().compactions, 1);  // 4 rows left of 8: into slots 0..3
+  // The last row decoded most of its 20 ids alone: steps never exceed its budget.
+  EXPECT_EQ(packing.decode_stats().steps, 19);
+}
+
 TEST(SlotDecode, ProgressReadEveryFewStepsEndsRowsWhereTheyEnded) {
   Engine every5(load_model(kDir), nullptr, slots(3, 5)), eagerly(load_model(kDir), nullptr, eager());
   const SamplingParams p = params(13, 1.0, 1);

@@ -1,0 +1,30 @@
+// NCCL between ranks that train on GPUs: c10d's ProcessGroupNCCL for the
+// tensors that live on the device (gradients, ZeRO's shards, metrics), beside
+// the Gloo groups that keep host-side traffic (bytes, barriers) and CPU runs.
+// NCCL runs each collective on its own CUDA stream, which waits for the
+// work queued before it: an all-reduce started from a gradient's hook runs
+// while backward goes on.
+#pragma once
+
+#include <chrono>
+
+#include <ATen/ATen.h>
+#include <c10/util/intrusive_ptr.h>
+
+namespace c10d {
+class Backend;
+class Store;
+}  // namespace c10d
+
+namespace grpo::dist {
+
+// The group of `size` ranks over `store`, each on its GPU `device`; null in
+// a build without CUDA. `timeout` bounds NCCL's own watchdog, a backstop
+// behind the World's (which names the rank that stopped, and aborts).
+c10::intrusive_ptr<c10d::Backend> make_nccl_group(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                                  at::Device device, std::chrono::milliseconds timeout);
+
+// True where NCCL serves `tensors` (all on a GPU) and a group exists.
+bool nccl_serves(const c10::intrusive_ptr<c10d::Backend>& nccl, const std::vector<at::Tensor>& tensors);
+
+}  // namespace grpo::dist
