@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # On the GPU machine, in one device call of at most 8 minutes: build against the
 # machine's own torch wheel (LibTorch 2.x with CUDA), run the `gpu`-labelled
-# tests, grpo-host train on the GPU, then the whole suite, then the GPU benchmark,
-# and write at most 8 files
-# under $OUT. The machine has a toolchain, nvcc and torch but no network and no
+# tests (the model, the engine's CUDA graphs, NCCL), grpo-host train on the GPU,
+# the generation and step benchmarks against transformers, the rollout server on
+# the GPU, the larger shapes, then the CPU suite with what time is left, and
+# write at most 8 files under $OUT. The machine has a toolchain, nvcc and torch but no network and no
 # Debian -dev packages: the libraries come from Debian's packages as one
 # relocatable prefix in gpu-carry/ (scripts/gpu-carry.sh makes it here),
 # unpacked beside the build, never into /.
@@ -98,31 +99,31 @@ phase build-gpu-tests 300 cmake --build "$BUILD_DIR" -j "$JOBS" --target gpu_tes
 # --no-tests=error: a gpu_test that failed to build leaves no test labelled gpu.
 (cd "$BUILD_DIR" && phase ctest-gpu 300 ctest -L gpu -E '^TrainGpu[.]' --no-tests=error --output-on-failure \
   >"$OUT/ctest-gpu.log" 2>&1)
-phase build-all 200 cmake --build "$BUILD_DIR" -j "$JOBS" "${KEEP_GOING[@]}" >>"$OUT/build.log" 2>&1
+phase build-all 220 cmake --build "$BUILD_DIR" -j "$JOBS" "${KEEP_GOING[@]}" >>"$OUT/build.log" 2>&1
 # grpo-host train on the GPU: needs the whole build (the host, its plugins).
-(cd "$BUILD_DIR" && phase ctest-gpu-train 130 ctest -R '^TrainGpu[.]' --no-tests=error --output-on-failure \
+(cd "$BUILD_DIR" && phase ctest-gpu-train 180 ctest -R '^TrainGpu[.]' --no-tests=error --output-on-failure \
   >"$OUT/ctest-gpu-train.log" 2>&1)
-# The rollout server's limits, cancellation (a client gone, SIGTERM) and
-# error answers with its engine on the GPU (the same tests, --device cuda).
-(cd "$BUILD_DIR" && phase ctest-rollout-gpu 100 env GRPO_TEST_ROLLOUT_DEVICE=cuda ctest -R '^RolloutHostile[.]' \
-  --no-tests=error --output-on-failure >"$OUT/ctest-rollout-gpu.log" 2>&1)
-# The CPU suite with no GPU visible: its runs assert what a CPU run does (the
-# device a run picks, float32 by default); GPU runs are the tests above. Tests
-# labelled pypi run packages this machine cannot install (no registry): left out.
-(cd "$BUILD_DIR" && CUDA_VISIBLE_DEVICES= phase ctest-all 40 ctest -LE 'gpu|pypi' -j "$JOBS" --output-on-failure \
-  >"$OUT/ctest.log" 2>&1)
 # Generation: eager and in slots with CUDA graphs, against transformers'
 # generate on the same GPU, each figure next to the rooflines of this run.
 phase bench-engine 110 "$BUILD_DIR/bin/bench_engine" --shape qwen2.5-0.5b --dtype bfloat16 --device cuda \
   --decode both --hf --batches 1,16,64,256,512 --new_tokens 64 >"$OUT/bench.txt" 2>&1
 # The GRPO step on the GPU against Hugging Face transformers + TRL's loss, same run.
-phase bench-step 60 "$BUILD_DIR/bin/bench_step" --shape qwen2.5-0.5b --dtype bfloat16 --device cuda --steps 3 \
+phase bench-step 75 "$BUILD_DIR/bin/bench_step" --shape qwen2.5-0.5b --dtype bfloat16 --device cuda --steps 3 \
   >>"$OUT/bench.txt" 2>&1
+# The rollout server's limits, cancellation (a client gone, SIGTERM) and
+# error answers with its engine on the GPU (the same tests, --device cuda).
+(cd "$BUILD_DIR" && phase ctest-rollout-gpu 55 env GRPO_TEST_ROLLOUT_DEVICE=cuda ctest -R '^RolloutHostile[.]' \
+  --no-tests=error --output-on-failure >"$OUT/ctest-rollout-gpu.log" 2>&1)
 # The larger shapes, as far as the budget goes (each phase's lines come back).
-phase bench-engine-1.5b 25 "$BUILD_DIR/bin/bench_engine" --shape qwen2.5-1.5b --dtype bfloat16 --device cuda \
+phase bench-engine-1.5b 35 "$BUILD_DIR/bin/bench_engine" --shape qwen2.5-1.5b --dtype bfloat16 --device cuda \
   --decode slots --hf --batches 1,64,256 --new_tokens 64 --skip_passes >>"$OUT/bench.txt" 2>&1
-phase bench-engine-7b 0 "$BUILD_DIR/bin/bench_engine" --shape qwen2.5-7b --dtype bfloat16 --device cuda \
+phase bench-engine-7b 20 "$BUILD_DIR/bin/bench_engine" --shape qwen2.5-7b --dtype bfloat16 --device cuda \
   --decode slots --hf --batches 1,64 --new_tokens 64 --skip_passes >>"$OUT/bench.txt" 2>&1
+# The CPU suite with no GPU visible, with what time is left (CI runs it too):
+# its runs assert what a CPU run does (the device a run picks, float32 by
+# default). Tests labelled pypi run packages this machine cannot install.
+(cd "$BUILD_DIR" && CUDA_VISIBLE_DEVICES= phase ctest-all 0 ctest -LE 'gpu|pypi' -j "$JOBS" --output-on-failure \
+  >"$OUT/ctest.log" 2>&1)
 
 # Logs are cut to what reads in a reply: the failures and the closing lines.
 for f in build.log ctest.log; do
