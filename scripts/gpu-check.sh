@@ -90,12 +90,13 @@ fi
 # A fresh configure each call (pkg-config's answers are cached), over the
 # objects a warm machine kept from the last call.
 rm -f "$BUILD_DIR/CMakeCache.txt"
-phase configure 360 cmake -S . -B "$BUILD_DIR" "${CMAKE_ARGS[@]}" >"$OUT/configure.log" 2>&1 || {
-  tail -40 "$OUT/configure.log" >&2
+# The configure and build logs share one file: at most 8 files come back.
+phase configure 360 cmake -S . -B "$BUILD_DIR" "${CMAKE_ARGS[@]}" >"$OUT/build.log" 2>&1 || {
+  tail -40 "$OUT/build.log" >&2
   exit 1
 }
 # The GPU tests first, so that their result comes back whatever happens later.
-phase build-gpu-tests 300 cmake --build "$BUILD_DIR" -j "$JOBS" --target gpu_test >"$OUT/build.log" 2>&1
+phase build-gpu-tests 300 cmake --build "$BUILD_DIR" -j "$JOBS" --target gpu_test >>"$OUT/build.log" 2>&1
 # --no-tests=error: a gpu_test that failed to build leaves no test labelled gpu.
 (cd "$BUILD_DIR" && phase ctest-gpu 300 ctest -L gpu -E '^TrainGpu[.]' --no-tests=error --output-on-failure \
   >"$OUT/ctest-gpu.log" 2>&1)
