@@ -1,6 +1,8 @@
 #include "model/decode_graphs.h"
 
 #include <map>
+#include <stdexcept>
+#include <string>
 #include <utility>
 
 #ifdef GRPO_WITH_CUDA
@@ -40,10 +42,20 @@ void DecodeGraphs::step(SlotDecoder& decoder, int64_t b, int64_t span, at::Devic
     decoder.step(b, span);  // this step's work, and the warm-up capture needs
     if (impl_->pool.first == 0 && impl_->pool.second == 0) impl_->pool = at::cuda::graph_pool_handle();
     auto graph = std::make_unique<at::cuda::CUDAGraph>();
-    // Thread-local: a rollout server's other threads may use the GPU meanwhile.
-    graph->capture_begin(impl_->pool, cudaStreamCaptureModeThreadLocal);
-    decoder.step(b, span);  // recorded, not run
-    graph->capture_end();
+    try {
+      // Thread-local: a rollout server's other threads may use the GPU meanwhile.
+      graph->capture_begin(impl_->pool, cudaStreamCaptureModeThreadLocal);
+      decoder.step(b, span);  // recorded, not run
+      graph->capture_end();
+    } catch (const std::exception& e) {
+      // An operation of the step that cannot be captured (one that waits for
+      // the host): the way out is the same step without graphs.
+      const std::string what = e.what();
+      throw std::runtime_error("capturing the decoding step of " + std::to_string(b) + " rows over " +
+                               std::to_string(span) + " positions as a CUDA graph failed: " +
+                               what.substr(0, what.find('\n')) +
+                               "; decode without graphs: --vllm_enforce_eager true (grpo-rollout --enforce_eager true)");
+    }
     impl_->graphs.emplace(std::make_pair(b, span), std::move(graph));
   }
   finished.record(side);
