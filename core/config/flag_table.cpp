@@ -200,9 +200,10 @@ std::vector<FlagSpec> build_table() {
   add(integer("vllm_tensor_parallel_size", 1, "devices one sampler spans").alias("tensor_parallel_size")
           .not_built("tensor-parallel sampling is not built yet: every process samples on its own device; "
                      "leave it at 1"));
-  add(integer("sleep_level", 0, "free the sampler's memory while training (0: never)").at_least(0).at_most(2)
-          .not_built("putting the sampler to sleep during training is not built yet; leave sleep_level 0 "
-                     "and lower vllm_gpu_memory_utilization to leave room for training"));
+  add(integer("sleep_level", 0,
+              "1 or 2: the native sampler frees its KV cache and CUDA graphs after each generation, for training "
+              "(its weights are the policy's own: there is nothing more to free); 0: keeps them for the next")
+          .at_least(0).at_most(2));
   add(boolean("offload_model", false, "move the model to CPU while sampling").not_built(not_built_offload));
   add(boolean("offload_optimizer", false, "move optimizer state to CPU while sampling")
           .not_built(not_built_offload));

@@ -9,6 +9,7 @@
 
 #include "model/cpu_kernels.h"
 #include "model/decode_graphs.h"
+#include "model/device_memory.h"
 #include "model/engine_call.h"
 #include "model/slot_decoder.h"
 #include "tokenizer/tokenizer.h"
@@ -103,10 +104,16 @@ std::vector<Completion> Engine::generate(const std::vector<GenerateRequest>& req
   const bool on_gpu = !model_->model->embed_tokens->weight.device().is_cpu();
   const bool slots = options_.decode == EngineOptions::Decode::Slots ||
                      (options_.decode == EngineOptions::Decode::Auto && on_gpu);
-  if (slots)
+  if (slots) {
     decode_in_slots(call);
-  else
+    if (options_.release_after_call) {
+      graphs_->clear();
+      slots_.reset();
+      release_cached_memory(model_->model->embed_tokens->weight.device());
+    }
+  } else {
     decode_eagerly(call);
+  }
   return out;
 }
 

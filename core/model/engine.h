@@ -70,6 +70,10 @@ struct EngineOptions {
   // the CPU, 8 on a GPU, where each read waits for the device).
   int64_t readback_every = 0;
   bool cuda_graphs = true;  // slots on a GPU: replay steps as CUDA graphs (vLLM's enforce_eager off)
+  // Slots: let the cache and the graphs go when a call ends, so that training
+  // gets their memory back (vLLM's sleep mode); the next call allocates and
+  // captures again.
+  bool release_after_call = false;
 };
 
 // How the last call decoded.
@@ -107,6 +111,7 @@ class Engine {
   int64_t reused_ids() const { return reused_ids_; }
   const DecodeStats& decode_stats() const { return stats_; }
   const EngineOptions& options() const { return options_; }
+  bool holds_slots() const { return slots_ != nullptr; }  // a slot cache kept for the next call
 
  private:
   void warm_up();

@@ -39,6 +39,7 @@ void GrpoTrainer::create_sampler() {
   run_values["max_num_seqs"] = s_.sampling.max_num_seqs;
   run_values["gpu_memory_utilization"] = s_.sampling.gpu_memory_utilization;
   run_values["enforce_eager"] = s_.sampling.enforce_eager;
+  run_values["sleep_level"] = s_.sampling.sleep_level;
   nlohmann::json sampler_args = s_.sampling.sampler_args;
   if (s_.sampling.start_servers > 0) sampler_args["base_urls"] = start_local_servers();
   rollout_.sampler = plugins::SamplerClient::create(

@@ -228,6 +228,7 @@ GrpoSettings GrpoSettings::from(const config::Config& cfg) {
   sm.max_num_seqs = r.integer("vllm_max_num_seqs");
   sm.gpu_memory_utilization = r.real("vllm_gpu_memory_utilization");
   sm.enforce_eager = r.flag("vllm_enforce_eager");
+  sm.sleep_level = r.integer("sleep_level");
   sm.dynamic_sample = r.flag("dynamic_sample");
   sm.max_resample_times = r.integer("max_resample_times");
 

@@ -88,6 +88,7 @@ struct SamplingSettings {
   int64_t max_num_seqs = 256;
   double gpu_memory_utilization = 0.9;
   bool enforce_eager = false;
+  int64_t sleep_level = 0;  // >= 1: the native sampler frees its KV cache and graphs after each generation
 };
 
 // Multi-turn rollouts (ms-swift's multi_turn_scheduler, max_turns,

@@ -407,23 +407,25 @@ TEST(ConfigErrors, ProblemsAreReportedTogether) {
 // ---- flags that are not built, and Python-only flags ----
 
 TEST(ConfigAvailability, NotBuiltAcceptsOnlyItsDefault) {
-  EXPECT_NO_THROW(parse_args(with_batch({"--sleep_level", "0", "--offload_model", "false", "--sync_ref_model", "no"})));
-  const std::string e = cli_error(with_batch({"--sleep_level", "1"}));
-  EXPECT_NE(e.find("flag --sleep_level is not accepted with the value '1'"), std::string::npos) << e;
-  EXPECT_NE(e.find("leave sleep_level 0"), std::string::npos) << e;
-  for (const char* flag : {"--sleep_level", "--move_model_batches"}) {
-    const std::string m = cli_error(with_batch({flag, "1"}));
+  EXPECT_NO_THROW(parse_args(with_batch({"--vllm_tensor_parallel_size", "1", "--offload_model", "false", "--sync_ref_model", "no"})));
+  const std::string e = cli_error(with_batch({"--vllm_tensor_parallel_size", "2"}));
+  EXPECT_NE(e.find("flag --vllm_tensor_parallel_size is not accepted with the value '2'"), std::string::npos) << e;
+  EXPECT_NE(e.find("leave it at 1"), std::string::npos) << e;
+  for (const char* flag : {"--vllm_tensor_parallel_size", "--move_model_batches"}) {
+    const std::string m = cli_error(with_batch({flag, "2"}));
     EXPECT_NE(m.find("not built yet"), std::string::npos) << m;
   }
   EXPECT_NE(cli_error(with_batch({"--offload_optimizer", "true"})).find("not built yet"), std::string::npos);
   // An ill-formed value for a flag that is not built still says it is not built.
-  EXPECT_NE(cli_error(with_batch({"--sleep_level", "deep"})).find("not built yet"), std::string::npos);
+  EXPECT_NE(cli_error(with_batch({"--vllm_tensor_parallel_size", "many"})).find("not built yet"), std::string::npos);
+  // sleep_level is built: the native sampler lets its KV cache go after each generation.
+  EXPECT_NO_THROW(parse_args(with_batch({"--sleep_level", "1"})));
 }
 
 TEST_F(ConfigFiles, NotBuiltInYamlNamesLine) {
-  const std::string path = write("nb.yaml", "per_device_train_batch_size: 8\nsleep_level: 1\n");
+  const std::string path = write("nb.yaml", "per_device_train_batch_size: 8\noffload_model: true\n");
   const std::string e = error_of([&] { grpo::config::load_yaml_file(path); });
-  EXPECT_NE(e.find("option 'sleep_level' in " + path + ":2"), std::string::npos) << e;
+  EXPECT_NE(e.find("option 'offload_model' in " + path + ":2"), std::string::npos) << e;
   EXPECT_NE(e.find("not built yet"), std::string::npos) << e;
 }
 

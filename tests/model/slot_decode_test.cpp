@@ -123,6 +123,23 @@ TEST(SlotDecode, RowsLeftAfterOthersFinishMoveIntoTheFirstSlots) {
   EXPECT_EQ(packing.decode_stats().steps, 19);
 }
 
+// vLLM's sleep mode for the colocated sampler: the slots' cache (and on a
+// GPU the graphs) go when a call ends and come back with the next.
+TEST(SlotDecode, ASleepingEngineLetsItsSlotsGoAfterEachCall) {
+  EngineOptions sleeping = slots(4);
+  sleeping.release_after_call = true;
+  Engine asleep(load_model(kDir), nullptr, sleeping), awake(load_model(kDir), nullptr, slots(4)),
+      eagerly(load_model(kDir), nullptr, eager());
+  const SamplingParams p = params(6);
+  for (int call = 0; call < 2; ++call) {
+    const auto want = eagerly.generate(requests(), p);
+    expect_same(asleep.generate(requests(), p), want);
+    expect_same(awake.generate(requests(), p), want);
+    EXPECT_FALSE(asleep.holds_slots());
+    EXPECT_TRUE(awake.holds_slots());
+  }
+}
+
 TEST(SlotDecode, ProgressReadEveryFewStepsEndsRowsWhereTheyEnded) {
   Engine every5(load_model(kDir), nullptr, slots(3, 5)), eagerly(load_model(kDir), nullptr, eager());
   const SamplingParams p = params(13, 1.0, 1);

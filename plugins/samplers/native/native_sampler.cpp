@@ -41,6 +41,7 @@ grpo::model::EngineOptions engine_options(grpo::Options& o) {
   if (!(e.memory_fraction > 0 && e.memory_fraction <= 1))
     throw grpo::Error("the native sampler's gpu_memory_utilization must be in (0, 1]");
   e.cuda_graphs = !o.get_bool("enforce_eager", false);
+  e.release_after_call = o.get_int("sleep_level", 0) >= 1;
   return e;
 }
 
@@ -156,7 +157,8 @@ const char* kOptions = R"json([
   {"name": "decode", "type": "string", "default": "auto", "help": "auto (slots on a GPU, eager on the CPU), eager or slots"},
   {"name": "max_num_seqs", "type": "int", "default": 256, "help": "rows decoded at once in slots; more wait for a finished row's slot"},
   {"name": "gpu_memory_utilization", "type": "float", "default": 0.9, "help": "share of the GPU's memory the process may hold with the slots' KV cache"},
-  {"name": "enforce_eager", "type": "bool", "default": false, "help": "decode in slots without CUDA graphs"}])json";
+  {"name": "enforce_eager", "type": "bool", "default": false, "help": "decode in slots without CUDA graphs"},
+  {"name": "sleep_level", "type": "int", "default": 0, "help": "1 or 2: free the slots' KV cache and CUDA graphs after each call"}])json";
 
 }  // namespace
 
