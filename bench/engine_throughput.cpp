@@ -295,8 +295,12 @@ int main(int argc, char** argv) {
   int64_t new_tokens = 32;
   int threads = 0;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--peer") || !std::strcmp(argv[i], "--hf") || !std::strcmp(argv[i], "--skip_passes")) {
-      (argv[i][2] == 'p' ? g_peer : argv[i][2] == 'h' ? g_hf : g_skip_passes) = true;
+    bool* switch_flag = !std::strcmp(argv[i], "--peer")          ? &g_peer
+                        : !std::strcmp(argv[i], "--hf")          ? &g_hf
+                        : !std::strcmp(argv[i], "--skip_passes") ? &g_skip_passes
+                                                                 : nullptr;
+    if (switch_flag) {
+      *switch_flag = true;
       continue;
     }
     if (i + 1 >= argc) break;

@@ -137,8 +137,8 @@ void World::each(std::vector<at::Tensor>& tensors, Channel channel, const char* 
   try {
     for (at::Tensor& t : tensors) {
       std::vector<at::Tensor> one{t};
-      const bool on_device = channel == Channel::Train && nccl_serves(impl_->nccl, one);
-      works.emplace_back(start(impl_->group(channel, one), one), on_device);
+      c10d::Backend& group = impl_->group(channel, one);
+      works.emplace_back(start(group, one), &group == impl_->nccl.get());
     }
   } catch (const std::exception& e) {
     fail(collective, what, t0, impl_->who_stopped(), cause(e));
@@ -163,8 +163,8 @@ void World::start_all_reduce_sum(std::vector<at::Tensor>& tensors, Channel chann
   try {
     for (at::Tensor& t : tensors) {
       std::vector<at::Tensor> one{t};
-      const bool on_device = channel == Channel::Train && nccl_serves(impl_->nccl, one);
-      started_.push_back({impl_->group(channel, one).allreduce(one, opts), what, t0, on_device});
+      c10d::Backend& group = impl_->group(channel, one);
+      started_.push_back({group.allreduce(one, opts), what, t0, &group == impl_->nccl.get()});
     }
   } catch (const std::exception& e) {
     started_.clear();

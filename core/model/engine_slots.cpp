@@ -34,6 +34,12 @@ std::vector<const void*> storage_of(const CausalLM& model) {
   return out;
 }
 
+// The sampling settings a captured step bakes in.
+bool same_filters(const SamplingParams& a, const SamplingParams& b) {
+  return a.temperature == b.temperature && a.top_p == b.top_p && a.top_k == b.top_k && a.min_p == b.min_p &&
+         a.repetition_penalty == b.repetition_penalty;
+}
+
 }  // namespace
 
 // A decoder large enough for this call, kept for the next ones: its shape
@@ -47,19 +53,16 @@ SlotDecoder& Engine::slot_decoder(const EngineCall& call) {
     stop_width = std::max(stop_width, static_cast<int64_t>(r.stop_ids.size()));
   }
   SlotShape need;
-  need.slots = std::min(batch_bucket(rows, options_.max_slots), options_.max_slots);
+  need.slots = batch_bucket(rows, options_.max_slots);
   need.capacity = round_up(longest_prompt + call.max_steps, 128);
   need.max_new = round_up(call.max_steps, 64);
   need.stop_width = round_up(stop_width, 4);
   need.top_logprobs = std::min(call.params.top_logprobs, model_->config().vocab_size);
   need.seen = call.params.repetition_penalty != 1.0;
-  const SamplingParams& p = call.params;
-  const bool same_params = slots_ && slots_->params().temperature == p.temperature && slots_->params().top_p == p.top_p &&
-                           slots_->params().top_k == p.top_k && slots_->params().min_p == p.min_p &&
-                           slots_->params().repetition_penalty == p.repetition_penalty;
-  if (slots_ && same_params && slots_->shape().holds(need)) {
-    if (storage_of(model_) != captured_weights_) graphs_->clear();  // weights replaced, not updated in place
-    captured_weights_ = storage_of(model_);
+  if (slots_ && same_filters(slots_->params(), call.params) && slots_->shape().holds(need)) {
+    std::vector<const void*> storage = storage_of(model_);
+    if (storage != captured_weights_) graphs_->clear();  // weights replaced, not updated in place
+    captured_weights_ = std::move(storage);
     return *slots_;
   }
   if (slots_ && slots_->shape().top_logprobs == need.top_logprobs && slots_->shape().seen == need.seen) {
