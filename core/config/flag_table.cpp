@@ -50,10 +50,6 @@ std::vector<FlagSpec> build_table() {
     d.s.group = group;
     t.push_back(std::move(d.s));
   };
-  const std::string not_built_offload =
-      "offloading to CPU memory is not built yet; lower vllm_gpu_memory_utilization, use "
-      "--train_type lora or keep --gradient_checkpointing true to save memory";
-
   // ---- Model and data ----
   group = FlagGroup::ModelData;
   add(text("model", nullptr, "Hugging Face model directory, or ORG/NAME from the ModelScope / Hugging Face cache")
@@ -204,9 +200,11 @@ std::vector<FlagSpec> build_table() {
               "1 or 2: the native sampler frees its KV cache and CUDA graphs after each generation, for training "
               "(its weights are the policy's own: there is nothing more to free); 0: keeps them for the next")
           .at_least(0).at_most(2));
-  add(boolean("offload_model", false, "move the model to CPU while sampling").not_built(not_built_offload));
-  add(boolean("offload_optimizer", false, "move optimizer state to CPU while sampling")
-          .not_built(not_built_offload));
+  add(boolean("offload_model", false,
+              "on a GPU: the reference model and the gradient buffers wait in host memory while the sampler "
+              "generates (the policy stays: the native sampler reads its weights)"));
+  add(boolean("offload_optimizer", false,
+              "on a GPU: AdamW's moments wait in host memory (pinned) except while the optimizer steps"));
   add(integer("move_model_batches", nullptr, "batches in which weights move to the sampler").at_least(1)
           .not_built("moving weights to the sampler in layer batches (ZeRO-3 style gathering) is not "
                      "built yet; drop this flag"));
@@ -285,7 +283,9 @@ std::vector<FlagSpec> build_table() {
   add(integer("sequence_parallel_size", 1, "not built").not_built(
       "sequence parallelism is not built yet; leave it at 1 (for long sequences lower "
       "max_completion_length or keep gradient_checkpointing on)"));
-  add(boolean("gc_collect_after_offload", false, "not built").not_built(not_built_offload));
+  add(boolean("gc_collect_after_offload", false,
+              "after offload_model / offload_optimizer: the GPU blocks they free go back to the driver (for "
+              "another process on the GPU) instead of staying in the allocator's cache"));
   add(texts("vllm_device", json::array({"auto"}), "refused").refused(
       "grpo-host samples on each process's own device, or on a rollout server (--vllm_mode server); "
       "drop --vllm_device"));

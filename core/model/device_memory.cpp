@@ -36,6 +36,10 @@ std::optional<int64_t> device_total_bytes(at::Device device) {
   return static_cast<int64_t>(total);
 }
 
+void synchronize(at::Device device) {
+  if (device.is_cuda()) c10::cuda::device_synchronize();
+}
+
 void release_cached_memory(at::Device device) {
   if (!device.is_cuda()) return;
   c10::cuda::device_synchronize();
@@ -47,6 +51,7 @@ void release_cached_memory(at::Device device) {
 std::optional<DeviceMemory> device_memory(at::Device) { return std::nullopt; }
 void reset_peak_memory(at::Device) {}
 std::optional<int64_t> device_total_bytes(at::Device) { return std::nullopt; }
+void synchronize(at::Device) {}
 void release_cached_memory(at::Device) {}
 
 #endif

@@ -22,6 +22,8 @@ void reset_peak_memory(at::Device device);
 
 // The GPU's whole memory in bytes; nullopt on the CPU or without CUDA.
 std::optional<int64_t> device_total_bytes(at::Device device);
+// Returns once everything queued on the GPU has run; nothing on the CPU.
+void synchronize(at::Device device);
 // Returns the allocator's unused cached blocks to the driver; waits for the
 // device first. Nothing on the CPU.
 void release_cached_memory(at::Device device);

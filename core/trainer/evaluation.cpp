@@ -18,6 +18,7 @@ Metrics GrpoTrainer::evaluate() {
   std::vector<const Prompt*> all = val_prompts_->next(val_prompts_->size());
   GenerationBatch whole;
   Metrics per_batch_metrics;  // only eval_num_tokens adds up across batches; the rest is recomputed on `whole`
+  AwayForSampling away = offload_for_sampling(/*gradients_zero=*/true, per_batch_metrics);  // between steps
   for (size_t b = 0; b < all.size(); b += per_batch) {
     std::vector<const Prompt*> part(all.begin() + static_cast<std::ptrdiff_t>(b),
                                     all.begin() + static_cast<std::ptrdiff_t>(std::min(all.size(), b + per_batch)));
@@ -25,6 +26,7 @@ Metrics GrpoTrainer::evaluate() {
         rollout(part, per_batch_metrics, Purpose::Evaluation, rollout_.generations++, trainer_state());
     for (size_t g = 0; g < batch.size() / G; ++g) whole.append_group(batch, g, G);
   }
+  bring_back(away, per_batch_metrics);
   Metrics m;
   advantages_of(whole, m, Purpose::Evaluation);
   m["eval_num_tokens"] = per_batch_metrics["eval_num_tokens"];

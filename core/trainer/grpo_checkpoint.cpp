@@ -178,12 +178,15 @@ void GrpoTrainer::resume_from(const std::string& dir) {
   } catch (const data::DataError& e) {
     damaged(state_path, e.what());
   }
-  if (lost_shard)
+  if (lost_shard) {
     spdlog::warn("{} has no optimizer shard of rank {} (lost when the run that saved it failed): this rank's AdamW "
                  "moments restart from zero",
                  dir, world_.rank());
-  else
+  } else {
     load_archive(*policy_.optimizer, optimizer_path, "AdamW's state for this model");
+    // Onto the parameters' devices, wherever it was saved from (host memory under --offload_optimizer).
+    optimizer_state_to_devices(*policy_.optimizer);
+  }
   if (fs::exists(fs::path(dir) / "rng_state.pt")) {
     at::Tensor rng;
     load_archive(rng, fs::path(dir) / "rng_state.pt", "a random generator's state");

@@ -42,11 +42,16 @@ Metrics GrpoTrainer::step() {
   for (int64_t k = 0; k < s_.batch.grad_accum; ++k) {
     if (rollout_.queue.empty()) {
       GenerationBatch batch;
-      run_phase(StepPhase::Generation, device, m, phase_sizes(StepPhase::Generation),
-                [&] { batch = next_generation_batch(m, k); });             // sample, score
+      AwayForSampling away;  // --offload_model: the reference and the gradients, while the sampler runs
+      run_phase(StepPhase::Generation, device, m, phase_sizes(StepPhase::Generation), [&] {
+        away = offload_for_sampling(/*gradients_zero=*/k == 0, m);
+        batch = next_generation_batch(m, k);                              // sample, score
+      });
       std::vector<MicroBatch> parts = micro_batches_of(batch, m);         // advantages, split
-      run_phase(StepPhase::Logprobs, device, m, phase_sizes(StepPhase::Logprobs),
-                [&] { add_constant_logprobs(parts, m, on_device); });     // old, reference, IS correction
+      run_phase(StepPhase::Logprobs, device, m, phase_sizes(StepPhase::Logprobs), [&] {
+        bring_back(away, m);
+        add_constant_logprobs(parts, m, on_device);                       // old, reference, IS correction
+      });
       for (int64_t it = 0; it < s_.batch.iterations; ++it)
         rollout_.queue.insert(rollout_.queue.end(), parts.begin(), parts.end());
     }
@@ -175,7 +180,9 @@ void GrpoTrainer::update(Metrics& m) {
                  p.nonfinite_steps, kMaxNonFiniteSteps);
   if (active > 0 && finite) {  // nothing carried loss (every row filtered): no update at all, not even weight decay
     set_learning_rate(*p.optimizer, lr);
+    park_optimizer_state(false, m);  // --offload_optimizer: the moments are on the GPU for the step alone
     p.optimizer->step();
+    park_optimizer_state(true, m);
   }
   p.optimizer->zero_grad(/*set_to_none=*/false);  // the next backward adds into these tensors: see make_adamw
   p.sync->after_step("the weights of step " + std::to_string(p.global_step + 1));  // ZeRO: from their owners

@@ -144,6 +144,11 @@ GrpoTrainer::GrpoTrainer(GrpoSettings settings, dist::World& world)
   policy_.schedule =
       std::make_unique<LrSchedule>(o.scheduler, o.learning_rate, max_steps_, o.warmup_steps.value_or(-1), o.warmup_ratio);
   if (!s_.model.resume_from.empty()) resume_from(s_.model.resume_from);
+  Metrics unlogged;
+  park_optimizer_state(true, unlogged);  // --offload_optimizer: in host memory until the first update
+  if ((s_.sampling.offload_model || s_.sampling.offload_optimizer) && !offloads())
+    spdlog::info("--offload_model / --offload_optimizer move nothing on {}: everything is in host memory already",
+                 s_.model.device.str());
   if (world_.is_main()) {
     log_ = std::make_unique<RunLog>(s_.checkpoint.output_dir, s_.logging.tensorboard);
     if (s_.logging.log_completions) completion_log_ = std::make_unique<CompletionLog>(s_.checkpoint.output_dir);

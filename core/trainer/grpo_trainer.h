@@ -28,6 +28,7 @@
 #include "trainer/local_rollout_servers.h"
 #include "trainer/lr_schedule.h"
 #include "trainer/micro_batches.h"
+#include "trainer/offload.h"
 #include "trainer/prompt_source.h"
 #include "trainer/run_log.h"
 #include "trainer/settings.h"
@@ -127,6 +128,16 @@ class GrpoTrainer {
   void wait_for_generation();
 
   void report_reward_failures() const;  // the end-of-run summary; throws unless tolerated
+
+  // grpo_offload.cpp: --offload_model and --offload_optimizer on a GPU (trainer/offload.h).
+  struct AwayForSampling {
+    std::unique_ptr<ParkedGradients> gradients;
+    bool reference = false;
+  };
+  AwayForSampling offload_for_sampling(bool gradients_zero, Metrics& m);  // nothing unless --offload_model
+  void bring_back(AwayForSampling& away, Metrics& m);
+  void park_optimizer_state(bool parked, Metrics& m);  // nothing unless --offload_optimizer
+  bool offloads() const { return s_.model.device.is_cuda(); }  // on the CPU everything is in host memory already
 
   // grpo_checkpoint.cpp: checkpoints and resuming.
   // Collective under ZeRO (every rank's optimizer shard goes to rank 0),

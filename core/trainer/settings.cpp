@@ -229,6 +229,9 @@ GrpoSettings GrpoSettings::from(const config::Config& cfg) {
   sm.gpu_memory_utilization = r.real("vllm_gpu_memory_utilization");
   sm.enforce_eager = r.flag("vllm_enforce_eager");
   sm.sleep_level = r.integer("sleep_level");
+  sm.offload_model = r.flag("offload_model");
+  sm.offload_optimizer = r.flag("offload_optimizer");
+  sm.gc_after_offload = r.flag("gc_collect_after_offload");
   sm.dynamic_sample = r.flag("dynamic_sample");
   sm.max_resample_times = r.integer("max_resample_times");
 
@@ -278,6 +281,10 @@ GrpoSettings GrpoSettings::from(const config::Config& cfg) {
   check(sm.async && sm.dynamic_sample,
         "--async_generate with --dynamic_sample is not supported: resampling needs the batch's rewards before the "
         "next batch starts; keep one of them");
+  check(sm.async && sm.offload_model,
+        "--offload_model with --async_generate: the reference model and the gradients leave the GPU while the "
+        "sampler generates, and under async_generate it generates while training reads them; keep one of them "
+        "(--offload_optimizer works with both)");
   check(s.ref_sync.enabled && s.model.lora,
         "--sync_ref_model with --train_type lora: the LoRA reference is the base model itself (adapters "
         "disabled), which a sync would change; use --train_type full, or drop --sync_ref_model");

@@ -89,6 +89,10 @@ struct SamplingSettings {
   double gpu_memory_utilization = 0.9;
   bool enforce_eager = false;
   int64_t sleep_level = 0;  // >= 1: the native sampler frees its KV cache and graphs after each generation
+  // What waits in host memory while it is not needed, on a GPU (trainer/offload.h).
+  bool offload_model = false;      // the reference model and the gradients, while the sampler generates
+  bool offload_optimizer = false;  // AdamW's moments, except while the optimizer steps
+  bool gc_after_offload = false;   // gc_collect_after_offload: the freed blocks back to the driver
 };
 
 // Multi-turn rollouts (ms-swift's multi_turn_scheduler, max_turns,

@@ -89,6 +89,21 @@ TEST(TrainCommand, UnsupportedCombinationsAreRefusedWithWhatToDo) {
   CommandResult r = run_host("train --config " + dir + "/run.yaml --async_generate true --dynamic_sample true");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--async_generate with --dynamic_sample is not supported"), std::string::npos) << r.output;
+  r = run_host("train --config " + dir + "/run.yaml --async_generate true --offload_model true");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--offload_model with --async_generate"), std::string::npos) << r.output;
+}
+
+// ms-swift's memory flags are accepted everywhere; on the CPU everything is
+// in host memory already, and the run says so (train_gpu_test measures them).
+TEST(TrainCommand, OffloadFlagsOnTheCpuMoveNothingAndSaySo) {
+  const std::string dir = tiny_run_dir("train_offload_cpu");
+  CommandResult r = run_host("train --model " + dir + "/model --dataset " + dir + "/rows.jsonl --reward_funcs "
+                             "repetition --num_generations 4 --per_device_train_batch_size 4 --max_completion_length 8 "
+                             "--max_steps 1 --report_to none --output_dir " + dir + "/out --offload_model true "
+                             "--offload_optimizer true --gc_collect_after_offload true");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("--offload_model / --offload_optimizer move nothing on cpu"), std::string::npos) << r.output;
 }
 
 TEST(SftCommand, LearnsTheAnswersAndSavesACheckpoint) {

@@ -1,6 +1,7 @@
 // grpo-host train on CUDA (label `gpu`; skipped without a GPU): the same run
 // as on the CPU in float32, bfloat16 full and LoRA runs that learn, device
-// memory that does not grow from step to step, and each phase's peak logged.
+// memory that does not grow from step to step, each phase's peak logged, and
+// what the offload and sleep flags save.
 //
 // The reward is the test fixture's (a completion's length in bytes), which a
 // tiny random model learns to raise within 20 steps: measured on the CPU in
@@ -12,11 +13,14 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <torch/cuda.h>
+#include <torch/torch.h>
 
 #include "cli/cli_util.h"
 #include "model/checkpoint_files.h"
 #include "model/weights.h"
 #include "plugin_paths.h"
+#include "trainer/checkpoint.h"
+#include "trainer/offload.h"
 
 using namespace grpo::testing;
 
@@ -113,4 +117,84 @@ TEST(TrainGpu, MemoryAfterStepThreeEqualsMemoryAfterStepTenAndEachPhasesPeakIsLo
     EXPECT_GT(log[9][key].get<double>(), 0.0) << key;
   }
   EXPECT_GT(log[9]["memory/backward_peak_gb"].get<double>(), log[9]["memory/allocated_gb"].get<double>());
+}
+
+// trainer/offload.h on CUDA: host copies are pinned, and an optimizer whose
+// moments go to host memory and back between its steps trains bit-identically
+// to one whose moments stay; a module and gradients come back unchanged.
+TEST(TrainGpu, OffloadRoundTripsThroughPinnedMemoryChangeNothing) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  namespace t = grpo::trainer;
+  const at::Device cuda("cuda:0");
+  auto make = [&] {
+    at::manual_seed(5);
+    return std::vector<at::Tensor>{at::randn({1000}, cuda).requires_grad_(), at::randn({64, 33}, cuda).requires_grad_()};
+  };
+  std::vector<at::Tensor> still = make(), moved = make();
+  t::OptimizerSettings settings;
+  auto a = t::make_adamw(settings, still), b = t::make_adamw(settings, moved);
+  for (int step = 0; step < 3; ++step) {
+    for (auto* ps : {&still, &moved})
+      for (at::Tensor& p : *ps) p.mutable_grad() = at::full_like(p, 0.01 * (step + 1));
+    a->step();
+    b->step();
+    EXPECT_EQ(t::optimizer_state_to(*b, at::kCPU), int64_t{2 * (1000 + 64 * 33) * 4});
+    for (const auto& [key, state] : b->state()) {
+      const auto& adam = static_cast<const torch::optim::AdamWParamState&>(*state);
+      EXPECT_TRUE(adam.exp_avg().is_cpu() && adam.exp_avg().is_pinned());
+      EXPECT_TRUE(adam.exp_avg_sq().is_cpu() && adam.exp_avg_sq().is_pinned());
+    }
+    EXPECT_EQ(t::optimizer_state_to_devices(*b), int64_t{2 * (1000 + 64 * 33) * 4});
+  }
+  for (size_t i = 0; i < still.size(); ++i) EXPECT_TRUE(at::equal(still[i], moved[i])) << "parameter " << i;
+
+  torch::nn::Linear layer(16, 8);
+  layer->to(cuda);
+  const at::Tensor x = at::randn({4, 16}, cuda), y = layer->forward(x);
+  EXPECT_EQ(t::move_module(*layer, at::kCPU), int64_t{(16 * 8 + 8) * 4});
+  EXPECT_TRUE(layer->weight.is_cpu() && layer->weight.is_pinned());
+  t::move_module(*layer, cuda);
+  EXPECT_TRUE(at::equal(layer->forward(x), y));
+
+  const at::Tensor g = at::randn({1000}, cuda);
+  still[0].mutable_grad() = g.clone();
+  t::ParkedGradients parked({still[0]}, /*all_zero=*/false);
+  EXPECT_FALSE(still[0].grad().defined());
+  parked.restore();
+  EXPECT_TRUE(at::equal(still[0].grad(), g));
+}
+
+// What each memory flag saves, in the run's own metrics: --offload_model and
+// --offload_optimizer take the reference, the gradients and AdamW's moments
+// off the GPU while it samples (memory/offloaded_gb says how much), so the
+// generation peak falls by at least that much; --sleep_level 1 frees the
+// sampler's KV cache after generating, so the backward peak falls. Neither
+// changes what is trained.
+TEST(TrainGpu, OffloadAndSleepFlagsLowerTheMeasuredPeaks) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const std::string dir = tiny_run_dir("train_gpu_offload");
+  const std::string common = "--train_type full --torch_dtype bfloat16 --beta 0.04 --max_steps 3 ";
+  CommandResult base = run_host(flags(dir, "base") + common);
+  ASSERT_EQ(base.exit_code, 0) << base.output;
+  CommandResult off = run_host(flags(dir, "offload") + common +
+                               "--offload_model true --offload_optimizer true --gc_collect_after_offload true");
+  ASSERT_EQ(off.exit_code, 0) << off.output;
+  CommandResult sleep = run_host(flags(dir, "sleep") + common + "--sleep_level 1");
+  ASSERT_EQ(sleep.exit_code, 0) << sleep.output;
+  const auto b = read_jsonl(dir + "/base/logging.jsonl"), o = read_jsonl(dir + "/offload/logging.jsonl"),
+             s = read_jsonl(dir + "/sleep/logging.jsonl");
+  ASSERT_EQ(b.size(), 3u);
+  ASSERT_EQ(o.size(), 3u);
+  ASSERT_EQ(s.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    for (const auto* run : {&o, &s})
+      for (const char* key : {"loss", "kl", "grad_norm", "reward"})
+        EXPECT_NEAR((*run)[i][key].get<double>(), b[i][key].get<double>(), 1e-5) << key << " at step " << i + 1;
+  }
+  const double offloaded = o[2]["memory/offloaded_gb"].get<double>();
+  EXPECT_GT(offloaded, 0.0);
+  const double fell = b[2]["memory/generation_peak_gb"].get<double>() - o[2]["memory/generation_peak_gb"].get<double>();
+  EXPECT_GE(fell, 0.9 * offloaded) << "generation peak " << b[2]["memory/generation_peak_gb"] << " -> "
+                                   << o[2]["memory/generation_peak_gb"] << ", " << offloaded << " GiB offloaded";
+  EXPECT_LT(s[2]["memory/backward_peak_gb"].get<double>(), b[2]["memory/backward_peak_gb"].get<double>());
 }

@@ -407,7 +407,7 @@ TEST(ConfigErrors, ProblemsAreReportedTogether) {
 // ---- flags that are not built, and Python-only flags ----
 
 TEST(ConfigAvailability, NotBuiltAcceptsOnlyItsDefault) {
-  EXPECT_NO_THROW(parse_args(with_batch({"--vllm_tensor_parallel_size", "1", "--offload_model", "false", "--sync_ref_model", "no"})));
+  EXPECT_NO_THROW(parse_args(with_batch({"--vllm_tensor_parallel_size", "1", "--sequence_parallel_size", "1", "--sync_ref_model", "no"})));
   const std::string e = cli_error(with_batch({"--vllm_tensor_parallel_size", "2"}));
   EXPECT_NE(e.find("flag --vllm_tensor_parallel_size is not accepted with the value '2'"), std::string::npos) << e;
   EXPECT_NE(e.find("leave it at 1"), std::string::npos) << e;
@@ -415,17 +415,18 @@ TEST(ConfigAvailability, NotBuiltAcceptsOnlyItsDefault) {
     const std::string m = cli_error(with_batch({flag, "2"}));
     EXPECT_NE(m.find("not built yet"), std::string::npos) << m;
   }
-  EXPECT_NE(cli_error(with_batch({"--offload_optimizer", "true"})).find("not built yet"), std::string::npos);
+  EXPECT_NE(cli_error(with_batch({"--sequence_parallel_size", "2"})).find("not built yet"), std::string::npos);
   // An ill-formed value for a flag that is not built still says it is not built.
   EXPECT_NE(cli_error(with_batch({"--vllm_tensor_parallel_size", "many"})).find("not built yet"), std::string::npos);
-  // sleep_level is built: the native sampler lets its KV cache go after each generation.
-  EXPECT_NO_THROW(parse_args(with_batch({"--sleep_level", "1"})));
+  // sleep_level and the offload flags are built (the native sampler, trainer/offload.h).
+  EXPECT_NO_THROW(parse_args(with_batch({"--sleep_level", "1", "--offload_model", "true", "--offload_optimizer",
+                                         "true", "--gc_collect_after_offload", "true"})));
 }
 
 TEST_F(ConfigFiles, NotBuiltInYamlNamesLine) {
-  const std::string path = write("nb.yaml", "per_device_train_batch_size: 8\noffload_model: true\n");
+  const std::string path = write("nb.yaml", "per_device_train_batch_size: 8\nmove_model_batches: 4\n");
   const std::string e = error_of([&] { grpo::config::load_yaml_file(path); });
-  EXPECT_NE(e.find("option 'offload_model' in " + path + ":2"), std::string::npos) << e;
+  EXPECT_NE(e.find("option 'move_model_batches' in " + path + ":2"), std::string::npos) << e;
   EXPECT_NE(e.find("not built yet"), std::string::npos) << e;
 }
 

@@ -1,0 +1,55 @@
+// The trainer's side of --offload_model, --offload_optimizer and
+// --gc_collect_after_offload (trainer/offload.h): what leaves the GPU when,
+// and the time and bytes it took (time/offload, memory/offloaded_gb).
+#include "model/device_memory.h"
+#include "trainer/checkpoint.h"
+#include "trainer/grpo_trainer.h"
+#include "util/clock.h"
+
+namespace grpo::trainer {
+
+namespace {
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+}  // namespace
+
+GrpoTrainer::AwayForSampling GrpoTrainer::offload_for_sampling(bool gradients_zero, Metrics& m) {
+  AwayForSampling away;
+  if (!s_.sampling.offload_model || !offloads()) return away;
+  const double t0 = util::now_s();
+  int64_t bytes = 0;
+  if (policy_.reference) {
+    bytes += move_module(*policy_.reference, at::kCPU);
+    away.reference = true;
+  }
+  away.gradients = std::make_unique<ParkedGradients>(trainable_parameters(*policy_.policy), gradients_zero);
+  bytes += away.gradients->bytes();
+  if (s_.sampling.gc_after_offload) model::release_cached_memory(s_.model.device);
+  m["memory/offloaded_gb"] += static_cast<double>(bytes) / kGiB;
+  m["time/offload"] += util::now_s() - t0;
+  return away;
+}
+
+void GrpoTrainer::bring_back(AwayForSampling& away, Metrics& m) {
+  const double t0 = util::now_s();
+  if (away.reference) move_module(*policy_.reference, s_.model.device);
+  if (away.gradients) away.gradients->restore();
+  away = {};
+  m["time/offload"] += util::now_s() - t0;
+}
+
+void GrpoTrainer::park_optimizer_state(bool parked, Metrics& m) {
+  if (!s_.sampling.offload_optimizer || !offloads()) return;
+  const double t0 = util::now_s();
+  if (parked) {
+    const int64_t bytes = optimizer_state_to(*policy_.optimizer, at::kCPU);
+    // A checkpoint reads the host copies: they are complete before anything else runs.
+    model::synchronize(s_.model.device);
+    if (s_.sampling.gc_after_offload) model::release_cached_memory(s_.model.device);
+    m["memory/offloaded_gb"] += static_cast<double>(bytes) / kGiB;
+  } else {
+    optimizer_state_to_devices(*policy_.optimizer);
+  }
+  m["time/offload"] += util::now_s() - t0;
+}
+
+}  // namespace grpo::trainer

@@ -1,0 +1,94 @@
+#include "trainer/offload.h"
+
+#include <torch/optim/adamw.h>
+
+#include "model/device_memory.h"
+
+namespace grpo::trainer {
+
+namespace {
+
+int64_t bytes_of(const at::Tensor& t) { return t.defined() ? static_cast<int64_t>(t.nbytes()) : 0; }
+
+// `t` on `device`: from pinned host memory the copy is asynchronous.
+at::Tensor onto(const at::Tensor& t, const at::Device& device) {
+  if (!t.defined() || t.device() == device) return t;
+  return device.is_cpu() ? host_copy(t) : t.to(device, /*non_blocking=*/true);
+}
+
+// Each AdamW moment of every parameter with state, moved by `move(moment, parameter)`.
+template <class Move>
+int64_t move_moments(torch::optim::Optimizer& optimizer, Move&& move) {
+  int64_t moved = 0;
+  auto& states = optimizer.state();
+  for (auto& group : optimizer.param_groups())
+    for (const at::Tensor& p : group.params()) {
+      const auto it = states.find(p.unsafeGetTensorImpl());
+      if (it == states.end()) continue;
+      auto* adam = dynamic_cast<torch::optim::AdamWParamState*>(it->second.get());
+      if (!adam) continue;
+      auto moved_from = [&](const at::Tensor& m) {
+        at::Tensor to = move(m, p);
+        if (!to.is_same(m)) moved += bytes_of(m);
+        return to;
+      };
+      adam->exp_avg(moved_from(adam->exp_avg()));
+      adam->exp_avg_sq(moved_from(adam->exp_avg_sq()));
+      if (adam->max_exp_avg_sq().defined()) adam->max_exp_avg_sq(moved_from(adam->max_exp_avg_sq()));
+    }
+  return moved;
+}
+
+}  // namespace
+
+at::Tensor host_copy(const at::Tensor& t) {
+  if (!t.is_cuda()) return t.to(at::kCPU, /*non_blocking=*/false, /*copy=*/true);  // a copy all the same
+  at::Tensor host = at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kCPU).pinned_memory(true));
+  host.copy_(t, /*non_blocking=*/true);
+  return host;
+}
+
+int64_t optimizer_state_to(torch::optim::Optimizer& optimizer, const at::Device& device) {
+  return move_moments(optimizer, [&](const at::Tensor& m, const at::Tensor&) { return onto(m, device); });
+}
+
+int64_t optimizer_state_to_devices(torch::optim::Optimizer& optimizer) {
+  return move_moments(optimizer, [](const at::Tensor& m, const at::Tensor& p) { return onto(m, p.device()); });
+}
+
+int64_t move_module(torch::nn::Module& module, const at::Device& device) {
+  torch::NoGradGuard no_grad;
+  int64_t moved = 0;
+  auto move = [&](at::Tensor t) {
+    if (t.device() == device) return;
+    moved += bytes_of(t);
+    t.set_data(onto(t, device));
+  };
+  for (const at::Tensor& p : module.parameters()) move(p);
+  for (const at::Tensor& b : module.buffers()) move(b);
+  return moved;
+}
+
+ParkedGradients::ParkedGradients(std::vector<at::Tensor> params, bool all_zero)
+    : params_(std::move(params)), host_(params_.size()), had_gradient_(params_.size()), all_zero_(all_zero) {
+  for (size_t i = 0; i < params_.size(); ++i) {
+    at::Tensor& grad = params_[i].mutable_grad();
+    had_gradient_[i] = grad.defined();
+    if (!grad.defined()) continue;
+    bytes_ += bytes_of(grad);
+    if (!all_zero_) host_[i] = host_copy(grad);
+    grad.reset();  // freed once the copy has run: the allocator orders its reuse after it
+  }
+}
+
+void ParkedGradients::restore() {
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!had_gradient_[i]) continue;
+    at::Tensor& p = params_[i];
+    p.mutable_grad() = all_zero_ ? at::zeros_like(p) : host_[i].to(p.device(), /*non_blocking=*/true);
+    host_[i].reset();
+  }
+}
+
+}  // namespace grpo::trainer

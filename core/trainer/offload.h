@@ -1,0 +1,55 @@
+// ms-swift's memory flags for a GPU shared by sampling and training:
+// --offload_optimizer keeps AdamW's moments in host memory except while the
+// optimizer steps; --offload_model moves what sampling does not read (the
+// frozen reference model, and the gradient buffers) to host memory while the
+// sampler generates; --gc_collect_after_offload then hands the freed blocks
+// back to the driver (for a rollout server or another process on the GPU).
+//
+// Host copies of GPU tensors are pinned, so both directions are
+// asynchronous copies ordered on the device's stream: the kernels that read
+// a tensor brought back wait for its copy without the host waiting. The
+// policy itself never moves: the colocated native sampler reads its weights.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+
+namespace grpo::trainer {
+
+// `t` copied into host memory, pinned when `t` lives on a GPU. Issued
+// asynchronously: model::synchronize(device) before the host reads it.
+at::Tensor host_copy(const at::Tensor& t);
+
+// AdamW's moments (exp_avg, exp_avg_sq, max_exp_avg_sq) moved to `device`
+// (host memory: at::kCPU), or back onto each parameter's own device. Returns
+// the bytes moved.
+int64_t optimizer_state_to(torch::optim::Optimizer& optimizer, const at::Device& device);
+int64_t optimizer_state_to_devices(torch::optim::Optimizer& optimizer);
+
+// A module's parameters and buffers moved to `device`; the tensors stay the
+// module's own (their data is replaced), so nothing holding them goes stale.
+int64_t move_module(torch::nn::Module& module, const at::Device& device);
+
+// The policy's gradient buffers while the sampler generates. Between steps
+// they hold zeros, so they are freed and made again as zeros (nothing to
+// copy); inside a step (gradient accumulation) they are copied to host memory
+// and back. Parameters without a gradient (another ZeRO rank's) stay so.
+class ParkedGradients {
+ public:
+  ParkedGradients(std::vector<at::Tensor> params, bool all_zero);
+  void restore();
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  std::vector<at::Tensor> params_;
+  std::vector<at::Tensor> host_;  // per parameter: its gradient's host copy (undefined when it had none)
+  std::vector<bool> had_gradient_;
+  bool all_zero_ = false;
+  int64_t bytes_ = 0;
+};
+
+}  // namespace grpo::trainer
