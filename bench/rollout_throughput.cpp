@@ -2,9 +2,12 @@
 //  - generation tokens/s through HTTP (one call carrying every prompt, and
 //    one call per prompt from concurrent clients, batched by the server's
 //    queue) vs the engine called directly with the same batch;
-//  - weight push s/MB over the Gloo group, one HTTP call + broadcast per
-//    parameter vs bucketed, next to an in-memory copy of the same bytes.
-//   bench_rollout [--preset small|base25m] [--prompts 16] [--new_tokens 32] [--threads N]
+//  - weight push s/MB over the weight-transfer group, one HTTP call +
+//    broadcast per parameter vs bucketed, next to an in-memory copy of the
+//    same bytes (device to device with --device cuda: the trainer's weights
+//    and the server's engine on the same GPU, so the push goes over Gloo).
+//   bench_rollout [--preset small|base25m|qwen2.5-0.5b] [--prompts 16] [--new_tokens 32] [--threads N]
+//                 [--device cpu|cuda] [--push_only]
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -22,6 +25,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/device.h"
+#include "model/device_memory.h"
 #include "model/engine.h"
 #include "model/presets.h"
 #include "model/threads.h"
@@ -88,18 +93,28 @@ int64_t count_tokens(const json& reply) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string preset = "small";
+  std::string preset = "small", device_name = "cpu";
   int n_prompts = 16, new_tokens = 32, threads = 0;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--preset")) preset = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--prompts")) n_prompts = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--new_tokens")) new_tokens = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(argv[i + 1]);
+  bool push_only = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--push_only")) {
+      push_only = true;
+      continue;
+    }
+    if (i + 1 >= argc) break;
+    const char* value = argv[++i];
+    if (!std::strcmp(argv[i - 1], "--preset")) preset = value;
+    else if (!std::strcmp(argv[i - 1], "--device")) device_name = value;
+    else if (!std::strcmp(argv[i - 1], "--prompts")) n_prompts = std::atoi(value);
+    else if (!std::strcmp(argv[i - 1], "--new_tokens")) new_tokens = std::atoi(value);
+    else if (!std::strcmp(argv[i - 1], "--threads")) threads = std::atoi(value);
   }
   const int used_threads = model::configure_cpu_threads(threads);
+  const at::Device device = model::parse_device(device_name, "--device");
   const std::string dir = make_model(preset);
 
   rollout::ServerOptions options;
+  options.device = device;
   options.model_dir = dir;
   options.port = 0;
   options.num_threads = used_threads;
@@ -111,48 +126,50 @@ int main(int argc, char** argv) {
   client.set_read_timeout(std::chrono::seconds(600));
 
   tok::Tokenizer tokenizer = tok::Tokenizer::from_dir(dir);
-  model::Engine engine(model::load_model(dir), &tokenizer);
-  const auto prompts = prompts_of(n_prompts);
-  std::vector<model::GenerateRequest> requests;
-  for (const auto& p : prompts) requests.push_back({p, 1, 1, {}});
-  model::SamplingParams params;
-  params.max_new_tokens = new_tokens;
+  model::Engine engine(model::load_model(dir, at::kFloat, device), &tokenizer);
+  if (!push_only) {
+    const auto prompts = prompts_of(n_prompts);
+    std::vector<model::GenerateRequest> requests;
+    for (const auto& p : prompts) requests.push_back({p, 1, 1, {}});
+    model::SamplingParams params;
+    params.max_new_tokens = new_tokens;
 
-  std::printf("== grpo-rollout vs in-process engine: qwen2 %s, %d prompts x %d new tokens, %d threads\n",
-              preset.c_str(), n_prompts, new_tokens, used_threads);
-  engine.generate(requests, params);  // warm-up
-  client.Post("/generate/", generate_body(prompts, new_tokens).dump(), "application/json");
-  double best_engine = 1e30, best_one_call = 1e30, best_clients = 1e30;
-  int64_t tokens = 0;
-  for (int run = 0; run < 3; ++run) {
-    double t0 = now_s();
-    engine.generate(requests, params);
-    best_engine = std::min(best_engine, now_s() - t0);
-    t0 = now_s();
-    auto res = client.Post("/generate/", generate_body(prompts, new_tokens).dump(), "application/json");
-    best_one_call = std::min(best_one_call, now_s() - t0);
-    tokens = count_tokens(json::parse(res->body));
-    t0 = now_s();
-    std::vector<std::thread> clients;
-    for (const auto& p : prompts)
-      clients.emplace_back([&, p] {
-        httplib::Client c("127.0.0.1", port);
-        c.set_read_timeout(std::chrono::seconds(600));
-        c.Post("/generate/", generate_body({p}, new_tokens).dump(), "application/json");
-      });
-    for (auto& c : clients) c.join();
-    best_clients = std::min(best_clients, now_s() - t0);
+    std::printf("== grpo-rollout vs in-process engine: qwen2 %s, %d prompts x %d new tokens, %d threads\n",
+                preset.c_str(), n_prompts, new_tokens, used_threads);
+    engine.generate(requests, params);  // warm-up
+    client.Post("/generate/", generate_body(prompts, new_tokens).dump(), "application/json");
+    double best_engine = 1e30, best_one_call = 1e30, best_clients = 1e30;
+    int64_t tokens = 0;
+    for (int run = 0; run < 3; ++run) {
+      double t0 = now_s();
+      engine.generate(requests, params);
+      best_engine = std::min(best_engine, now_s() - t0);
+      t0 = now_s();
+      auto res = client.Post("/generate/", generate_body(prompts, new_tokens).dump(), "application/json");
+      best_one_call = std::min(best_one_call, now_s() - t0);
+      tokens = count_tokens(json::parse(res->body));
+      t0 = now_s();
+      std::vector<std::thread> clients;
+      for (const auto& p : prompts)
+        clients.emplace_back([&, p] {
+          httplib::Client c("127.0.0.1", port);
+          c.set_read_timeout(std::chrono::seconds(600));
+          c.Post("/generate/", generate_body({p}, new_tokens).dump(), "application/json");
+        });
+      for (auto& c : clients) c.join();
+      best_clients = std::min(best_clients, now_s() - t0);
+    }
+    const double engine_tps = tokens / best_engine;
+    std::printf("%-44s %10.0f tokens/s\n", "in-process engine, one batch", engine_tps);
+    std::printf("%-44s %10.0f tokens/s  (%.2f of in-process)\n", "server, one /generate/ call with every prompt",
+                tokens / best_one_call, best_engine / best_one_call);
+    std::printf("%-44s %10.0f tokens/s  (%.2f of in-process)\n", "server, one call per prompt, concurrent",
+                tokens / best_clients, best_engine / best_clients);
+    auto health = json::parse(client.Get("/health/")->body);
+    std::printf("server batching: %lld calls served by %lld engine calls\n",
+                static_cast<long long>(health["requests"].get<int64_t>()),
+                static_cast<long long>(health["engine_calls"].get<int64_t>()));
   }
-  const double engine_tps = tokens / best_engine;
-  std::printf("%-44s %10.0f tokens/s\n", "in-process engine, one batch", engine_tps);
-  std::printf("%-44s %10.0f tokens/s  (%.2f of in-process)\n", "server, one /generate/ call with every prompt",
-              tokens / best_one_call, best_engine / best_one_call);
-  std::printf("%-44s %10.0f tokens/s  (%.2f of in-process)\n", "server, one call per prompt, concurrent",
-              tokens / best_clients, best_engine / best_clients);
-  auto health = json::parse(client.Get("/health/")->body);
-  std::printf("server batching: %lld calls served by %lld engine calls\n",
-              static_cast<long long>(health["requests"].get<int64_t>()),
-              static_cast<long long>(health["engine_calls"].get<int64_t>()));
 
   // Weight push: the same model's parameters, float32.
   rollout::NamedTensors weights;
@@ -164,11 +181,19 @@ int main(int argc, char** argv) {
   const double mb = static_cast<double>(bytes) / (1 << 20);
   std::vector<at::Tensor> targets;
   for (const auto& w : weights) targets.push_back(at::empty_like(w.second));
-  double t0 = now_s();
-  for (size_t i = 0; i < weights.size(); ++i) targets[i].copy_(weights[i].second);
-  const double copy_s = now_s() - t0;
+  double copy_s = 1e30;
+  for (int run = 0; run < 3; ++run) {
+    model::synchronize(device);
+    const double t0 = now_s();
+    for (size_t i = 0; i < weights.size(); ++i) targets[i].copy_(weights[i].second);
+    model::synchronize(device);
+    copy_s = std::min(copy_s, now_s() - t0);
+  }
+  double t0 = 0;
   rollout::WeightSender sender({{"http://127.0.0.1:" + std::to_string(port)}});
-  sender.connect("127.0.0.1", free_port(), std::chrono::seconds(120));
+  sender.connect("127.0.0.1", free_port(), std::chrono::seconds(120), device);
+  std::printf("\n== weight push from %s: over %s (%s)\n", device.str().c_str(),
+              rollout::backend_name(sender.backend().backend), sender.backend().why.c_str());
   double per_param = 1e30, bucketed = 1e30;
   for (int run = 0; run < 3; ++run) {
     t0 = now_s();
@@ -186,7 +211,7 @@ int main(int argc, char** argv) {
   const int second_port = second.bind();
   std::thread second_serving([&] { second.serve(); });
   rollout::WeightSender both({{"http://127.0.0.1:" + std::to_string(port), "http://127.0.0.1:" + std::to_string(second_port)}});
-  both.connect("127.0.0.1", free_port(), std::chrono::seconds(120));
+  both.connect("127.0.0.1", free_port(), std::chrono::seconds(120), device);
   double two_servers = 1e30;
   for (int run = 0; run < 3; ++run) {
     t0 = now_s();
@@ -198,7 +223,7 @@ int main(int argc, char** argv) {
   second.stop();
   second_serving.join();
   std::printf("\n== weight push: %zu tensors, %.1f MB float32\n", weights.size(), mb);
-  std::printf("%-44s %10.2f ms/MB\n", "in-memory copy of the same tensors", 1e3 * copy_s / mb);
+  std::printf("%-44s %10.2f ms/MB  (%.1f GB/s)\n", device.is_cuda() ? "device-to-device copy of the same tensors" : "in-memory copy of the same tensors", 1e3 * copy_s / mb, static_cast<double>(bytes) / copy_s / 1e9);
   std::printf("%-44s %10.2f ms/MB  (%.1fx the copy)\n", "per parameter (HTTP + broadcast each)", 1e3 * per_param / mb,
               per_param / copy_s);
   std::printf("%-44s %10.2f ms/MB  (%.1fx the copy; %.1fx faster than per parameter)\n", "bucketed (256 MB buckets)",

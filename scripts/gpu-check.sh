@@ -111,10 +111,16 @@ phase bench-engine 110 "$BUILD_DIR/bin/bench_engine" --shape qwen2.5-0.5b --dtyp
 # The GRPO step on the GPU against Hugging Face transformers + TRL's loss, same run.
 phase bench-step 75 "$BUILD_DIR/bin/bench_step" --shape qwen2.5-0.5b --dtype bfloat16 --device cuda --steps 3 \
   >>"$OUT/bench.txt" 2>&1
-# The rollout server's limits, cancellation (a client gone, SIGTERM) and
-# error answers with its engine on the GPU (the same tests, --device cuda).
-(cd "$BUILD_DIR" && phase ctest-rollout-gpu 55 env GRPO_TEST_ROLLOUT_DEVICE=cuda ctest -R '^RolloutHostile[.]' \
-  --no-tests=error --output-on-failure >"$OUT/ctest-rollout-gpu.log" 2>&1)
+# The rollout server's limits, cancellation (a client gone, SIGTERM), error
+# answers and weight pushes with its engine on the GPU (the same tests,
+# --device cuda; a push from the same GPU goes over Gloo, and says why).
+(cd "$BUILD_DIR" && phase ctest-rollout-gpu 70 env GRPO_TEST_ROLLOUT_DEVICE=cuda \
+  ctest -R '^(RolloutHostile|RolloutWeights)[.]' --no-tests=error --output-on-failure \
+  >"$OUT/ctest-rollout-gpu.log" 2>&1)
+# The weight push trainer -> grpo-rollout at Qwen2.5-0.5B's shape, both on
+# the GPU, against a device-to-device copy of the same tensors.
+phase bench-push 45 "$BUILD_DIR/bin/bench_rollout" --preset qwen2.5-0.5b --device cuda --push_only \
+  >>"$OUT/bench.txt" 2>&1
 # The larger shapes, as far as the budget goes (each phase's lines come back).
 phase bench-engine-1.5b 35 "$BUILD_DIR/bin/bench_engine" --shape qwen2.5-1.5b --dtype bfloat16 --device cuda \
   --decode slots --hf --batches 1,64,256 --new_tokens 64 --skip_passes >>"$OUT/bench.txt" 2>&1

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <sys/mman.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
@@ -13,8 +14,15 @@
 #include <numeric>
 #include <optional>
 #include <random>
+#include <thread>
 
+#ifdef GRPO_WITH_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+#include "dist/nccl_group.h"
 #include "rollout/store_listen.h"
+#include "util/clock.h"
 
 namespace grpo::rollout {
 
@@ -106,14 +114,15 @@ int64_t bucket_bytes(const std::vector<TensorSpec>& specs) {
   return total;
 }
 
-at::Tensor pack_bucket(const std::vector<at::Tensor>& tensors) {
+at::Tensor pack_bucket(const std::vector<at::Tensor>& tensors, const at::Device& device) {
+  const auto byte_options = at::TensorOptions(at::kByte).device(device);
   std::vector<at::Tensor> bytes;
   for (const auto& t : tensors) {
-    bytes.push_back(as_bytes(t.to(at::kCPU).contiguous()));
+    bytes.push_back(as_bytes(t.to(device).contiguous()));
     const int64_t pad = aligned(bytes.back().numel()) - bytes.back().numel();
-    if (pad > 0) bytes.push_back(at::zeros({pad}, at::kByte));
+    if (pad > 0) bytes.push_back(at::zeros({pad}, byte_options));
   }
-  return bytes.empty() ? at::empty({0}, at::kByte) : at::cat(bytes);
+  return bytes.empty() ? at::empty({0}, byte_options) : at::cat(bytes);
 }
 
 std::vector<at::Tensor> unpack_bucket(const at::Tensor& flat, const std::vector<TensorSpec>& specs) {
@@ -129,18 +138,63 @@ std::vector<at::Tensor> unpack_bucket(const at::Tensor& flat, const std::vector<
   return out;
 }
 
+const char* backend_name(Backend backend) { return backend == Backend::Nccl ? "nccl" : "gloo"; }
+
+std::optional<Backend> backend_from_name(std::string_view name) {
+  if (name == "gloo") return Backend::Gloo;
+  if (name == "nccl") return Backend::Nccl;
+  return std::nullopt;
+}
+
+#if defined(GRPO_WITH_CUDA) && defined(USE_C10D_NCCL)
+bool nccl_built() { return true; }
+#else
+bool nccl_built() { return false; }
+#endif
+
+std::string device_uuid(const at::Device& device) {
+#ifdef GRPO_WITH_CUDA
+  if (!device.is_cuda()) return "";
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, device.has_index() ? device.index() : 0) != cudaSuccess) return "";
+  const auto* b = reinterpret_cast<const unsigned char*>(prop.uuid.bytes);
+  return fmt::format("GPU-{:02x}{:02x}{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}{:02x}{:02x}{:02x}{:02x}",
+                     b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+                     b[15]);
+#else
+  (void)device;
+  return "";
+#endif
+}
+
 struct CommGroup::Impl {
   c10::intrusive_ptr<c10d::TCPStore> store;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
+  c10::intrusive_ptr<c10d::Backend> nccl;  // Backend::Nccl: the tensors' group
+  bool nccl_aborted = false;
+
+  ~Impl() {
+    if (!nccl || nccl_aborted) return;
+    try {
+      nccl->shutdown();
+    } catch (const std::exception&) {  // leaving anyway
+    }
+  }
 };
 
-CommGroup::CommGroup(std::unique_ptr<Impl> impl, int rank, int world_size, std::chrono::milliseconds timeout)
-    : impl_(std::move(impl)), rank_(rank), world_size_(world_size), timeout_(timeout) {}
+CommGroup::CommGroup(std::unique_ptr<Impl> impl, int rank, int world_size, std::chrono::milliseconds timeout,
+                     Backend backend, const at::Device& device)
+    : impl_(std::move(impl)), rank_(rank), world_size_(world_size), timeout_(timeout), backend_(backend),
+      device_(backend == Backend::Nccl ? device : at::Device(at::kCPU)) {}
 
 CommGroup::~CommGroup() = default;
 
 std::unique_ptr<CommGroup> CommGroup::create(const std::string& host, int port, int rank, int world_size,
-                                             std::chrono::milliseconds timeout, const std::string& listen_host) {
+                                             std::chrono::milliseconds timeout, const std::string& listen_host,
+                                             Backend backend, const at::Device& device) {
+  if (backend == Backend::Nccl && (!nccl_built() || !device.is_cuda()))
+    throw TransferError(fmt::format("an NCCL group needs every rank on a GPU of a CUDA build; rank {} has {}{}", rank,
+                                    device.str(), nccl_built() ? "" : " and this build has no NCCL"));
   if (world_size < 2) throw TransferError(fmt::format("world_size must be >= 2 (workers + trainer), got {}", world_size));
   if (rank < 0 || rank >= world_size) throw TransferError(fmt::format("rank {} outside 0..{}", rank, world_size - 1));
   if (port <= 0 || port > 65535) throw TransferError(fmt::format("port {} outside 1..65535", port));
@@ -178,7 +232,18 @@ std::unique_ptr<CommGroup> CommGroup::create(const std::string& host, int port, 
         server ? "the trainer must connect after POST /init_communicator/" : "check the server's log") +
         fmt::format(" ({})", cause(e)));
   }
-  return std::unique_ptr<CommGroup>(new CommGroup(std::move(impl), rank, world_size, timeout));
+  if (backend == Backend::Nccl) {
+    try {
+      impl->nccl = dist::make_nccl_group(c10::make_intrusive<c10d::PrefixStore>("nccl/", impl->store), rank,
+                                         world_size, device, timeout);
+    } catch (const std::exception& e) {
+      throw TransferError(fmt::format(
+          "join the NCCL group (rank {} of {}, on {}) at {}:{} failed within {:.1f} s: {}; every rank needs a GPU of "
+          "its own (NCCL refuses two ranks on one GPU), or leave the transfer to Gloo (\"backend\": \"gloo\")",
+          rank, world_size, device.str(), host, port, timeout_s, cause(e)));
+    }
+  }
+  return std::unique_ptr<CommGroup>(new CommGroup(std::move(impl), rank, world_size, timeout, backend, device));
 }
 
 std::string transfer_in_flight() {
@@ -189,13 +254,23 @@ std::string transfer_in_flight() {
 void CommGroup::send(const at::Tensor& tensor, const std::string& what) {
   if (rank_ != source_rank())
     throw TransferError(fmt::format("send {}: rank {} is a receiving rank", what, rank_));
+  if (tensor.device() != device_)
+    throw TransferError(fmt::format("send {}: the tensor is on {}, the group sends from {}", what,
+                                    tensor.device().str(), device_.str()));
   at::Tensor bytes = as_bytes(tensor);
+  if (backend_ == Backend::Nccl) {  // its size first, over Gloo: see receive()
+    at::Tensor size = at::full({1}, bytes.numel(), at::kLong);
+    broadcast(size, what + "'s size");
+    broadcast_nccl(bytes, what);
+    return;
+  }
   broadcast(bytes, what);
 }
 
 at::Tensor CommGroup::receive(int64_t nbytes, const std::string& what) {
   if (rank_ == source_rank())
     throw TransferError(fmt::format("receive {}: rank {} is the sending rank", what, rank_));
+  if (backend_ == Backend::Nccl) return receive_nccl(nbytes, what);
   ReceiveBuffer buffer(nbytes, what);
   {
     InFlight note(fmt::format("{} ({} bytes announced)", what, nbytes));
@@ -221,6 +296,66 @@ void CommGroup::broadcast(at::Tensor& bytes, const std::string& what) {
     throw TransferError(fmt::format("broadcast of {} ({} bytes) from rank {} failed or timed out after {:.1f} s: {}",
                                     what, bytes.numel(), source_rank(),
                                     static_cast<double>(timeout_.count()) / 1000.0, cause(e)));
+  }
+}
+
+// NCCL broadcasts exactly the count each rank gives and checks nothing, so
+// the sender's count comes first: within the headroom the receiver takes
+// that many bytes (the ranks stay in step) and refuses them; past it, it
+// cannot take them and the group has to form again.
+at::Tensor CommGroup::receive_nccl(int64_t nbytes, const std::string& what) {
+  at::Tensor size = at::empty({1}, at::kLong);
+  broadcast(size, what + "'s size");
+  const int64_t sent = size.item<int64_t>();
+  if (sent < 0 || sent > nbytes * kReceiveHeadroom + 4096)
+    throw TransferError(fmt::format(
+        "broadcast of {}: rank {} is sending {} bytes where {} were announced; not received, and this group cannot go "
+        "on (the sender's broadcast has no receiver): the trainer has to form it again",
+        what, source_rank(), sent, nbytes));
+  at::Tensor bytes = at::empty({sent}, at::TensorOptions(at::kByte).device(device_));
+  {
+    InFlight note(fmt::format("{} ({} bytes announced)", what, nbytes));
+    broadcast_nccl(bytes, what);
+  }
+  if (sent != nbytes)
+    throw BroadcastSizeError(fmt::format(
+        "broadcast of {}: rank {} sent {} bytes than the {} announced; the tensor it sends must have the dtype "
+        "and shape its request names (the weights are unchanged)",
+        what, source_rank(), sent > nbytes ? "more" : "fewer", nbytes));
+  return bytes;
+}
+
+// Polled, as the World polls its NCCL collectives: a wait() with a limit
+// would give up on the communicator itself. Past the timeout the
+// communicator is aborted, which frees this rank from the collective.
+void CommGroup::broadcast_nccl(at::Tensor& bytes, const std::string& what) {
+  if (bytes.numel() == 0) return;
+  if (!impl_->nccl || impl_->nccl_aborted)
+    throw TransferError(fmt::format("broadcast of {}: the NCCL group was aborted by an earlier failure", what));
+  std::vector<at::Tensor> tensors{bytes};
+  c10d::BroadcastOptions opts;
+  opts.rootRank = source_rank();
+  opts.timeout = timeout_;
+  const double timeout_s = static_cast<double>(timeout_.count()) / 1000.0;
+  const double start = util::now_s();
+  try {
+    auto work = impl_->nccl->broadcast(tensors, opts);
+    while (!work->isCompleted()) {
+      if (util::now_s() - start > timeout_s) {
+        impl_->nccl->abort();
+        impl_->nccl_aborted = true;
+        throw TransferError(fmt::format("broadcast of {} ({} bytes) over NCCL from rank {} did not finish in {:.1f} s: "
+                                        "a rank stopped or is gone; the group is aborted",
+                                        what, bytes.numel(), source_rank(), timeout_s));
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    work->wait();  // its error, if it failed; else orders this thread's stream after it
+  } catch (const TransferError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw TransferError(fmt::format("broadcast of {} ({} bytes) over NCCL from rank {} failed: {}", what,
+                                    bytes.numel(), source_rank(), cause(e)));
   }
 }
 

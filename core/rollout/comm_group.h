@@ -4,14 +4,20 @@
 // and the trainer-side WeightSender use it. Every blocking step has a
 // timeout and fails with a TransferError naming the step and the parameter:
 // a silent hang is the most reported problem of the Python servers.
+//
+// When every rank is on a GPU of its own, the tensors go over NCCL instead
+// (ProcessGroupNCCL over the same store), from device memory to device
+// memory; the Gloo group stays for the announced sizes and the barriers.
 #pragma once
 
 #include <ATen/ATen.h>
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/dtype.h"
@@ -44,8 +50,9 @@ using model::dtype_to_name;
 
 // Many tensors as one flat byte buffer (one broadcast per bucket) and back;
 // each starts at a multiple of 8 bytes. bucket_bytes: the buffer's size.
+// The buffer is made on `device` (a GPU's for NCCL: no host copy).
 int64_t bucket_bytes(const std::vector<TensorSpec>& specs);
-at::Tensor pack_bucket(const std::vector<at::Tensor>& tensors);
+at::Tensor pack_bucket(const std::vector<at::Tensor>& tensors, const at::Device& device = at::kCPU);
 std::vector<at::Tensor> unpack_bucket(const at::Tensor& flat, const std::vector<TensorSpec>& specs);
 
 // What a receiving rank is taking in right now ("" when nothing): a broadcast
@@ -54,6 +61,16 @@ std::vector<at::Tensor> unpack_bucket(const at::Tensor& flat, const std::vector<
 // should name it.
 std::string transfer_in_flight();
 
+// What carries the tensors: Gloo through host memory, or NCCL between GPUs.
+enum class Backend { Gloo, Nccl };
+const char* backend_name(Backend backend);  // "gloo", "nccl"
+std::optional<Backend> backend_from_name(std::string_view name);
+// Whether this build can form NCCL groups (a CUDA build with c10d's NCCL).
+bool nccl_built();
+// A GPU's UUID as nvidia-smi and TRL's client_device_uuid spell it
+// ("GPU-xxxxxxxx-xxxx-..."); "" for the CPU or where it cannot be read.
+std::string device_uuid(const at::Device& device);
+
 class CommGroup {
  public:
   // Rank 0 hosts the store at host:port; other ranks connect to it (retrying
@@ -61,22 +78,31 @@ class CommGroup {
   // naming the step ("host the TCPStore", "connect to the TCPStore",
   // "join the Gloo group") and what to check. Rank 0's store listens on
   // `listen_host` only (empty: on every interface, as LibTorch does).
+  // Under Backend::Nccl every rank gives its own GPU as `device`, and the
+  // NCCL communicator forms now ("join the NCCL group"), after Gloo's.
   static std::unique_ptr<CommGroup> create(const std::string& host, int port, int rank, int world_size,
-                                           std::chrono::milliseconds timeout, const std::string& listen_host = "");
+                                           std::chrono::milliseconds timeout, const std::string& listen_host = "",
+                                           Backend backend = Backend::Gloo, const at::Device& device = at::kCPU);
   ~CommGroup();
 
   int rank() const { return rank_; }
   int world_size() const { return world_size_; }
   int source_rank() const { return world_size_ - 1; }  // the trainer
+  Backend backend() const { return backend_; }
+  // Where broadcast tensors live: this rank's GPU under NCCL, else the CPU.
+  const at::Device& device() const { return device_; }
 
-  // The source rank (the trainer) broadcasts `tensor` (CPU, contiguous);
-  // `what` names the parameter (or bucket) in errors.
+  // The source rank (the trainer) broadcasts `tensor` (contiguous, on
+  // device()); `what` names the parameter (or bucket) in errors.
   void send(const at::Tensor& tensor, const std::string& what);
   // A receiving rank takes the broadcast that is announced as `nbytes`
-  // bytes, as a byte tensor of that size. One that is shorter (by 8 bytes or
-  // more) or longer (up to kReceiveHeadroom times the announced size) is a
-  // BroadcastSizeError, never a half-written or overrun tensor; beyond that
-  // headroom Gloo fails in its own thread (see transfer_in_flight).
+  // bytes, as a byte tensor of that size on device(). One that is shorter (by
+  // 8 bytes or more) or longer (up to kReceiveHeadroom times the announced
+  // size) is a BroadcastSizeError, never a half-written or overrun tensor;
+  // beyond that headroom Gloo fails in its own thread (see
+  // transfer_in_flight). Under NCCL the sender's size comes first (over
+  // Gloo): a broadcast past the headroom is a TransferError and the group is
+  // closed, since NCCL cannot skip it.
   at::Tensor receive(int64_t nbytes, const std::string& what);
   // Every confusion of dtypes fits: float64 sent where a 1-byte dtype was announced.
   static constexpr int64_t kReceiveHeadroom = 8;
@@ -84,11 +110,16 @@ class CommGroup {
 
  private:
   struct Impl;
-  CommGroup(std::unique_ptr<Impl> impl, int rank, int world_size, std::chrono::milliseconds timeout);
-  void broadcast(at::Tensor& bytes, const std::string& what);
+  CommGroup(std::unique_ptr<Impl> impl, int rank, int world_size, std::chrono::milliseconds timeout, Backend backend,
+            const at::Device& device);
+  void broadcast(at::Tensor& bytes, const std::string& what);         // over Gloo
+  void broadcast_nccl(at::Tensor& bytes, const std::string& what);    // polled until done or the timeout
+  at::Tensor receive_nccl(int64_t nbytes, const std::string& what);
   std::unique_ptr<Impl> impl_;
   int rank_, world_size_;
   std::chrono::milliseconds timeout_;
+  Backend backend_;
+  at::Device device_;
 };
 
 }  // namespace grpo::rollout

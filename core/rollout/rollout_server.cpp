@@ -68,7 +68,7 @@ RolloutServer::RolloutServer(ServerOptions options) : options_(std::move(options
       [this](const std::vector<TensorSpec>& specs, const std::vector<at::Tensor>& tensors) {
         apply_weights(specs, tensors);
       },
-      options_.comm_timeout, options_.host);
+      options_.comm_timeout, options_.host, options_.device);
 
   http_ = std::make_unique<GuardedHttpServer>(options_.connections);
   http_->set_payload_max_length(options_.max_body_bytes);

@@ -18,6 +18,31 @@ namespace grpo::rollout {
 
 using nlohmann::json;
 
+namespace {
+
+// The backend an /init_communicator/ asks for ("backend", beyond TRL's
+// protocol; Gloo when left out). NCCL needs this server on a GPU, and one
+// that is not the trainer's (client_device_uuid, as TRL sends it).
+Backend transfer_backend(const json& body, const at::Device& device) {
+  const auto field = body.find("backend");
+  if (field == body.end()) return Backend::Gloo;
+  const std::optional<Backend> backend = field->is_string() ? backend_from_name(field->get<std::string>()) : std::nullopt;
+  if (!backend) throw RequestError("backend", "\"gloo\" or \"nccl\"");
+  if (*backend == Backend::Gloo) return *backend;
+  if (!device.is_cuda() || !nccl_built())
+    throw RequestError("backend", fmt::format("this server samples on {}{}: NCCL needs its model on a GPU; use \"gloo\"",
+                                              device.str(), nccl_built() ? "" : " in a build without NCCL"));
+  const std::string own = device_uuid(device);
+  const auto client = body.find("client_device_uuid");
+  if (!own.empty() && client != body.end() && client->is_string() && client->get<std::string>() == own)
+    throw RequestError("backend", fmt::format("the trainer's GPU is this server's ({}, {}): NCCL takes one rank per "
+                                              "GPU; use \"gloo\"",
+                                              device.str(), own));
+  return *backend;
+}
+
+}  // namespace
+
 void RolloutServer::add_generation_routes() {
   route_get("/health/", [this](const json&) {
     BatchStats s = queue_->stats();
@@ -33,7 +58,12 @@ void RolloutServer::add_generation_routes() {
                 {"communicator", receiver_->connected()}};
   });
   // One engine worker: the trainer is rank 1 of a group of 2.
-  route_get("/get_world_size/", [](const json&) { return json{{"world_size", 1}}; });
+  // Beyond TRL's answer: the device, so that a trainer on a GPU of its own picks NCCL.
+  route_get("/get_world_size/", [this](const json&) {
+    json answer{{"world_size", 1}, {"device", options_.device.str()}};
+    if (const std::string uuid = device_uuid(options_.device); !uuid.empty()) answer["device_uuid"] = uuid;
+    return answer;
+  });
 
   auto run = [this](const GenerationJob& job) { return generate(job); };
   route_post("/generate/", [this, run](const json& body) {
@@ -135,8 +165,9 @@ void RolloutServer::add_weight_routes() {
       throw RequestError("world_size", fmt::format("this server has 1 worker, so alone it makes a group of 2 ranks, "
                                                    "not {}; in a group over several servers give each its 'rank'",
                                                    world_size));
+    const Backend backend = transfer_backend(body, options_.device);
     receiver_->init(host->get<std::string>(), static_cast<int>(*port), static_cast<int>(world_size),
-                    static_cast<int>(rank));
+                    static_cast<int>(rank), backend);
     return json{{"message", "Request received, initializing communicator"}};
   });
   route_post("/update_named_param/", [this](const json& body) {

@@ -17,8 +17,10 @@ std::string describe(const std::vector<TensorSpec>& specs) {
 
 }  // namespace
 
-WeightReceiver::WeightReceiver(ApplyWeights apply, std::chrono::milliseconds timeout, std::string listen_host)
-    : apply_(std::move(apply)), timeout_(timeout), listen_host_(std::move(listen_host)), thread_([this] { loop(); }) {}
+WeightReceiver::WeightReceiver(ApplyWeights apply, std::chrono::milliseconds timeout, std::string listen_host,
+                               at::Device device)
+    : apply_(std::move(apply)), timeout_(timeout), listen_host_(std::move(listen_host)), device_(device),
+      thread_([this] { loop(); }) {}
 
 WeightReceiver::~WeightReceiver() {
   {
@@ -71,7 +73,7 @@ void WeightReceiver::wait_idle() {
   }
 }
 
-void WeightReceiver::init(const std::string& host, int port, int world_size, int rank) {
+void WeightReceiver::init(const std::string& host, int port, int world_size, int rank, Backend backend) {
   uint64_t call = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -79,7 +81,7 @@ void WeightReceiver::init(const std::string& host, int port, int world_size, int
     init_failure_.clear();
     call = ++newest_init_;
   }
-  enqueue([this, host, port, world_size, rank, call] {
+  enqueue([this, host, port, world_size, rank, backend, call] {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (call != newest_init_) {  // a newer call came while this one waited: it would only wait out its timeout
@@ -90,10 +92,10 @@ void WeightReceiver::init(const std::string& host, int port, int world_size, int
     }
     group_.reset();
     connected_ = false;
-    spdlog::info("weight transfer: {} the group at {}:{} as rank {} of {}", rank == 0 ? "hosting" : "joining", host,
-                 port, rank, world_size);
+    spdlog::info("weight transfer: {} the group at {}:{} as rank {} of {}, over {}", rank == 0 ? "hosting" : "joining",
+                 host, port, rank, world_size, backend_name(backend));
     try {
-      group_ = CommGroup::create(host, port, rank, world_size, timeout_, listen_host_);
+      group_ = CommGroup::create(host, port, rank, world_size, timeout_, listen_host_, backend, device_);
     } catch (const TransferError& e) {
       // Logged here and named by the next update; calls that do not need the group are not failed by it.
       spdlog::error("init_communicator: {}", e.what());

@@ -30,15 +30,18 @@ using ApplyWeights = std::function<void(const std::vector<TensorSpec>&, const st
 
 class WeightReceiver {
  public:
-  // `listen_host`: the server's own address, where a store it hosts listens.
-  WeightReceiver(ApplyWeights apply, std::chrono::milliseconds timeout, std::string listen_host = "");
+  // `listen_host`: the server's own address, where a store it hosts listens;
+  // `device`: the model's, where an NCCL group receives.
+  WeightReceiver(ApplyWeights apply, std::chrono::milliseconds timeout, std::string listen_host = "",
+                 at::Device device = at::kCPU);
   ~WeightReceiver();
   WeightReceiver(const WeightReceiver&) = delete;
   WeightReceiver& operator=(const WeightReceiver&) = delete;
 
   // Queues joining the group at host:port as `rank` (rank 0 hosts its
-  // store); returns at once (an earlier group is closed first).
-  void init(const std::string& host, int port, int world_size, int rank = 0);
+  // store), its tensors over `backend`; returns at once (an earlier group is
+  // closed first).
+  void init(const std::string& host, int port, int world_size, int rank = 0, Backend backend = Backend::Gloo);
 
   // Waits for earlier work (rethrowing its failure), then queues receiving
   // `specs`: one tensor broadcast as itself, or (as_bucket) all of them as
@@ -62,6 +65,7 @@ class WeightReceiver {
   ApplyWeights apply_;
   std::chrono::milliseconds timeout_;
   std::string listen_host_;
+  at::Device device_;
   std::unique_ptr<CommGroup> group_;  // used on the thread only
   std::atomic<bool> connected_{false};
   std::atomic<uint64_t> tensors_received_{0};

@@ -1,5 +1,7 @@
 #include "rollout/weight_sender.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <httplib.h>
 
@@ -27,6 +29,22 @@ std::string error_text(const httplib::Result& res) {
 }
 
 }  // namespace
+
+BackendChoice choose_backend(const at::Device& weights, const std::string& weights_uuid,
+                             const std::vector<ServerDevice>& servers, bool nccl_available) {
+  if (!weights.is_cuda()) return {Backend::Gloo, "the weights are in host memory"};
+  if (!nccl_available) return {Backend::Gloo, "this build has no NCCL"};
+  std::vector<std::string> taken{weights_uuid};
+  for (const ServerDevice& s : servers) {
+    if (s.device.rfind("cuda", 0) != 0)
+      return {Backend::Gloo, fmt::format("{} samples on {}: NCCL needs a GPU at both ends", s.url, s.device)};
+    if (s.uuid.empty() || std::find(taken.begin(), taken.end(), s.uuid) != taken.end())
+      return {Backend::Gloo, fmt::format("{} samples on {}, a GPU {}: NCCL takes one rank per GPU", s.url, s.device,
+                                         s.uuid.empty() ? "that does not say which it is" : "another rank is on")};
+    taken.push_back(s.uuid);
+  }
+  return {Backend::Nccl, fmt::format("from {} to {} server GPU(s)", weights.str(), servers.size())};
+}
 
 WeightSender::WeightSender(WeightSenderOptions options) : options_(std::move(options)) {
   if (options_.base_urls.empty()) throw TransferError("no rollout server to send weights to");
@@ -59,9 +77,11 @@ void WeightSender::post_all(const std::string& path, const json& body, const std
   for (Server& server : servers_) post(server, path, body, what);
 }
 
-void WeightSender::connect(const std::string& group_host, int group_port, std::chrono::milliseconds timeout) {
+void WeightSender::connect(const std::string& group_host, int group_port, std::chrono::milliseconds timeout,
+                           const at::Device& weights) {
   if (group_) close();
   std::vector<int> first_rank;
+  std::vector<ServerDevice> devices;
   int world = 0;
   for (Server& server : servers_) {
     // Every later call may wait for the server's previous transfer, itself bounded by `timeout`.
@@ -71,22 +91,30 @@ void WeightSender::connect(const std::string& group_host, int group_port, std::c
       throw TransferError(fmt::format("connect: GET /get_world_size/ from {} failed: {}", server.url,
                                       error_text(res)));
     first_rank.push_back(world);
-    world += json::parse(res->body).at("world_size").get<int>();
+    const json answer = json::parse(res->body);
+    world += answer.at("world_size").get<int>();
+    devices.push_back({server.url, answer.value("device", "cpu"), answer.value("device_uuid", "")});
   }
   const int trainer_rank = world++;  // the trainer is the last rank
+  const std::string uuid = device_uuid(weights);
+  choice_ = choose_backend(weights, uuid, devices, nccl_built());
   // The first server hosts the store and answers at once; the others then reach it, and this process last.
   for (size_t i = 0; i < servers_.size(); ++i) {
-    json body{{"host", group_host}, {"port", group_port}, {"world_size", world}, {"client_device_uuid", "cpu"}};
+    json body{{"host", group_host},
+              {"port", group_port},
+              {"world_size", world},
+              {"client_device_uuid", uuid.empty() ? "cpu" : uuid},
+              {"backend", backend_name(choice_.backend)}};  // beyond TRL's protocol: Gloo where it is left out
     if (servers_.size() > 1) body["rank"] = first_rank[i];  // beyond TRL's protocol: one group over many servers
     post(servers_[i], "/init_communicator/", body, "connect");
   }
-  group_ = CommGroup::create(group_host, group_port, trainer_rank, world, timeout);
+  group_ = CommGroup::create(group_host, group_port, trainer_rank, world, timeout, "", choice_.backend, weights);
 }
 
 void WeightSender::send(const std::string& name, const at::Tensor& tensor) {
   if (!group_) throw TransferError(fmt::format("send '{}': not connected; call connect() first", name));
   post_all("/update_named_param/", spec_json(name, tensor), fmt::format("send '{}'", name));
-  at::Tensor buffer = tensor.detach().to(at::kCPU).contiguous();  // the source rank only reads it
+  at::Tensor buffer = tensor.detach().to(group_->device()).contiguous();  // the source rank only reads it
   const std::string what = fmt::format("'{}'", name);
   group_->send(buffer, what);
   group_->barrier(what);
@@ -104,7 +132,7 @@ void WeightSender::send_bucket(const NamedTensors& tensors) {
     values.push_back(t.detach());
   }
   post_all("/update_named_params/", json{{"params", params}}, "send " + what);
-  at::Tensor flat = pack_bucket(values);
+  at::Tensor flat = pack_bucket(values, group_->device());
   group_->send(flat, what);
   group_->barrier(what);
 }

@@ -30,6 +30,25 @@ namespace grpo::rollout {
 
 using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
 
+// A rollout server's device, as its /get_world_size/ names it (beyond TRL's
+// protocol; a server that does not is taken to be on the CPU).
+struct ServerDevice {
+  std::string url;
+  std::string device = "cpu";
+  std::string uuid;  // device_uuid() of its GPU
+};
+
+struct BackendChoice {
+  Backend backend = Backend::Gloo;
+  std::string why;  // for the log: why this one
+};
+
+// NCCL when the weights are on a GPU, this build has NCCL, and every server
+// is on a GPU of its own: neither the trainer's nor another server's (NCCL
+// refuses two ranks on one GPU). Otherwise Gloo, through host memory.
+BackendChoice choose_backend(const at::Device& weights, const std::string& weights_uuid,
+                             const std::vector<ServerDevice>& servers, bool nccl_available);
+
 struct WeightSenderOptions {
   std::vector<std::string> base_urls = {"http://127.0.0.1:8000"};  // every server receives every tensor
   std::string api_key;  // sent as Authorization: Bearer when set
@@ -48,8 +67,10 @@ class WeightSender {
   // and the other servers reach); each next server's workers follow (its
   // `rank` in /init_communicator/); this process joins as the last rank.
   // `timeout` bounds every later step too. Throws TransferError naming the
-  // step and the server.
-  void connect(const std::string& group_host, int group_port, std::chrono::milliseconds timeout);
+  // step and the server. `weights`: where the tensors to send live; with
+  // the servers' devices it picks the backend (choose_backend).
+  void connect(const std::string& group_host, int group_port, std::chrono::milliseconds timeout,
+               const at::Device& weights = at::kCPU);
 
   // One tensor per HTTP call and broadcast (the protocol's /update_named_param/).
   void send(const std::string& name, const at::Tensor& tensor);
@@ -65,6 +86,7 @@ class WeightSender {
 
   bool connected() const { return group_ != nullptr; }
   int world_size() const;
+  const BackendChoice& backend() const { return choice_; }  // of the group connect() formed
 
  private:
   struct Server {
@@ -78,6 +100,7 @@ class WeightSender {
   WeightSenderOptions options_;
   std::vector<Server> servers_;
   std::unique_ptr<CommGroup> group_;
+  BackendChoice choice_;
 };
 
 }  // namespace grpo::rollout

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -176,6 +177,52 @@ TEST(RolloutWeights, AGroupRankOutsideTheWorldIsRefused) {
   EXPECT_EQ(r.status, 422) << r.raw;
   EXPECT_EQ(r.body.value("field", ""), "rank") << r.raw;
   EXPECT_NE(r.body.value("error", "").find("the last rank of 3 is the trainer's"), std::string::npos) << r.raw;
+}
+
+// Beyond TRL: /get_world_size/ names the server's device, and
+// /init_communicator/ takes the backend; NCCL is refused where it cannot work.
+TEST(RolloutWeights, TheServerNamesItsDeviceAndRefusesABackendItCannotJoin) {
+  RolloutProcess server(grpo::testing::tiny_model_dir());
+  ASSERT_NE(server.port(), 0);
+  const char* device = std::getenv("GRPO_TEST_ROLLOUT_DEVICE");
+  const bool on_gpu = device && std::string(device).rfind("cuda", 0) == 0;
+  auto size = server.get("/get_world_size/");
+  EXPECT_EQ(size.body["world_size"], 1) << size.raw;
+  EXPECT_EQ(size.body.value("device", "").rfind(on_gpu ? "cuda" : "cpu", 0), 0u) << size.raw;
+  EXPECT_EQ(size.body.contains("device_uuid"), on_gpu) << size.raw;
+  const int port = grpo::testing::free_port();
+  auto r = server.post("/init_communicator/", {{"host", "127.0.0.1"}, {"port", port}, {"backend", "udp"}});
+  EXPECT_EQ(r.status, 422) << r.raw;
+  EXPECT_EQ(r.body.value("field", ""), "backend") << r.raw;
+  // On the CPU NCCL has no GPU; on a GPU, a trainer naming this GPU's UUID shares it.
+  const std::string trainer_uuid = on_gpu ? size.body.value("device_uuid", "") : "cpu";
+  r = server.post("/init_communicator/", {{"host", "127.0.0.1"}, {"port", port}, {"backend", "nccl"},
+                                          {"client_device_uuid", trainer_uuid}});
+  EXPECT_EQ(r.status, 422) << r.raw;
+  EXPECT_EQ(r.body.value("field", ""), "backend") << r.raw;
+  EXPECT_NE(r.body.value("error", "").find(on_gpu ? "one rank per GPU" : "NCCL needs its model on a GPU"),
+            std::string::npos) << r.raw;
+}
+
+// The trainer's weights where the server's engine is (the CPU, or the GPU
+// under GRPO_TEST_ROLLOUT_DEVICE): one GPU cannot hold both ends of an NCCL
+// group, so the push goes over Gloo and says why, and the weights arrive.
+TEST(RolloutWeights, APushFromTheServersOwnDeviceGoesOverGlooAndArrives) {
+  RolloutProcess server(grpo::testing::tiny_model_dir(), {"--comm_timeout_s", "30"});
+  ASSERT_NE(server.port(), 0);
+  const std::string device = server.get("/get_world_size/").body.value("device", "cpu");
+  Perturbed perturbed;
+  NamedTensors on_device;
+  for (const auto& [name, t] : perturbed.tensors) on_device.emplace_back(name, t.to(at::Device(device)));
+  WeightSender sender({{server.base_url()}});
+  sender.connect("127.0.0.1", grpo::testing::free_port(), std::chrono::seconds(30), at::Device(device));
+  EXPECT_EQ(sender.backend().backend, grpo::rollout::Backend::Gloo);
+  EXPECT_NE(sender.backend().why.find(device == "cpu" ? "host memory" : "one rank per GPU"), std::string::npos)
+      << sender.backend().why;
+  sender.send_all(on_device, /*bucket_bytes=*/16 << 10);
+  sender.reset_prefix_cache();
+  EXPECT_EQ(server_greedy(server), greedy(perturbed.engine));
+  sender.close();
 }
 
 TEST(RolloutWeights, TrainerThatNeverJoinsTimesOutNamingTheStep) {

@@ -253,15 +253,20 @@ grpo_status load_weights(grpo_sampler_instance* self, const grpo_named_tensor* t
         wo.api_key = s->servers.front()->options().api_key;
         s->sender = std::make_unique<grpo::rollout::WeightSender>(wo);
       }
-      if (!s->sender->connected()) {
-        s->host.info("joining the weight-transfer group of " + url + " at " + s->group_host + ":" +
-                     std::to_string(s->group_port));
-        s->sender->connect(s->group_host, s->group_port,
-                           std::chrono::milliseconds(static_cast<int64_t>(s->comm_timeout_s * 1000)));
-      }
       grpo::rollout::NamedTensors named;
       named.reserve(n);
       for (size_t i = 0; i < n; ++i) named.emplace_back(std::string(grpo::view(tensors[i].name)), grpo::samplers::alias_of(tensors[i].tensor));
+      if (!s->sender->connected()) {
+        s->host.info("joining the weight-transfer group of " + url + " at " + s->group_host + ":" +
+                     std::to_string(s->group_port));
+        // The weights' device, with the servers', picks NCCL or Gloo.
+        const at::Device weights = named.empty() ? at::Device(at::kCPU) : named.front().second.device();
+        s->sender->connect(s->group_host, s->group_port,
+                           std::chrono::milliseconds(static_cast<int64_t>(s->comm_timeout_s * 1000)), weights);
+        const grpo::rollout::BackendChoice& choice = s->sender->backend();
+        s->host.info(std::string("weights go to ") + url + " over " + grpo::rollout::backend_name(choice.backend) +
+                     " (" + choice.why + ")");
+      }
       if (s->bucket_bytes > 0) {
         s->sender->send_all(named, s->bucket_bytes);
       } else {
