@@ -193,8 +193,13 @@ TEST(RolloutHostile, SlowClientsAreCutOffAndNoClientCanTakeEveryConnection) {
   // Up to the cap in all: then everyone gets a 503 naming it.
   std::vector<int> idle;
   for (int i = 0; i < 3; ++i) idle.push_back(connect_from("127.0.0.3", server.port()));
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the server has taken them in
-  const auto busy = server.get("/health/");
+  // Until the server has taken them in (on a loaded machine, more than a moment); within a second,
+  // well before the slow requests' 2 s are up and free their connections.
+  auto busy = server.get("/health/");
+  for (int poll = 0; poll < 20 && busy.status != 503; ++poll) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    busy = server.get("/health/");
+  }
   EXPECT_EQ(busy.status, 503) << busy.raw;
   EXPECT_NE(busy.body.value("error", "").find("--max_connections"), std::string::npos) << busy.raw;
 
