@@ -1,7 +1,12 @@
 #include "dist/nccl_group.h"
 
+#include <fmt/format.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
+
+#ifdef GRPO_WITH_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 #if defined(GRPO_WITH_CUDA) && defined(USE_C10D_NCCL)
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
@@ -30,6 +35,30 @@ c10::intrusive_ptr<c10d::Backend> make_nccl_group(const c10::intrusive_ptr<c10d:
 }
 
 #endif
+
+std::string device_uuid(const at::Device& device) {
+#ifdef GRPO_WITH_CUDA
+  if (!device.is_cuda()) return "";
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, device.has_index() ? device.index() : 0) != cudaSuccess) return "";
+  const auto* b = reinterpret_cast<const unsigned char*>(prop.uuid.bytes);
+  return fmt::format("GPU-{:02x}{:02x}{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}{:02x}{:02x}{:02x}{:02x}",
+                     b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+                     b[15]);
+#else
+  (void)device;
+  return "";
+#endif
+}
+
+std::optional<std::pair<int, int>> ranks_sharing_a_gpu(const std::vector<std::string>& uuids) {
+  for (size_t a = 0; a < uuids.size(); ++a) {
+    if (uuids[a].empty()) return std::nullopt;
+    for (size_t b = 0; b < a; ++b)
+      if (uuids[b] == uuids[a]) return std::pair{static_cast<int>(b), static_cast<int>(a)};
+  }
+  return std::nullopt;
+}
 
 bool nccl_serves(const c10::intrusive_ptr<c10d::Backend>& nccl, const std::vector<at::Tensor>& tensors) {
   if (!nccl || tensors.empty()) return false;

@@ -7,6 +7,10 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <ATen/ATen.h>
 #include <c10/util/intrusive_ptr.h>
@@ -26,5 +30,14 @@ c10::intrusive_ptr<c10d::Backend> make_nccl_group(const c10::intrusive_ptr<c10d:
 
 // True where NCCL serves `tensors` (all on a GPU) and a group exists.
 bool nccl_serves(const c10::intrusive_ptr<c10d::Backend>& nccl, const std::vector<at::Tensor>& tensors);
+
+// A GPU's UUID as nvidia-smi and TRL's client_device_uuid spell it
+// ("GPU-xxxxxxxx-xxxx-..."); "" for the CPU or where it cannot be read.
+std::string device_uuid(const at::Device& device);
+
+// The first two ranks whose GPUs (by UUID, one per rank) are the same one:
+// NCCL refuses a group in which two ranks share a GPU. nullopt when every
+// rank has its own, or when a UUID is unknown ("": nothing to compare).
+std::optional<std::pair<int, int>> ranks_sharing_a_gpu(const std::vector<std::string>& uuids);
 
 }  // namespace grpo::dist

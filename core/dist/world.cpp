@@ -21,6 +21,31 @@ namespace grpo::dist {
 World::World() = default;
 World::~World() = default;
 
+namespace {
+
+// NCCL takes one rank per GPU: ranks that share one (two "nodes" on one
+// machine, or a CUDA_VISIBLE_DEVICES that names the same GPU twice) keep
+// their device tensors on Gloo, which copies them through host memory.
+// Every rank reads every rank's GPU from the store, so all decide alike.
+bool every_rank_has_its_own_gpu(c10d::Store& store, const RankEnv& env, at::Device device) {
+  const std::string mine = device_uuid(device);
+  store.set(fmt::format("gpu_uuid/{}", env.rank), std::vector<uint8_t>(mine.begin(), mine.end()));
+  std::vector<std::string> uuids;
+  for (int r = 0; r < env.world_size; ++r) {
+    const std::vector<uint8_t> bytes = store.get(fmt::format("gpu_uuid/{}", r));
+    uuids.emplace_back(bytes.begin(), bytes.end());
+  }
+  const auto shared = ranks_sharing_a_gpu(uuids);
+  if (!shared) return true;
+  if (env.rank == 0)
+    spdlog::warn("ranks {} and {} share one GPU ({}), and NCCL takes one rank per GPU: the ranks exchange gradients "
+                 "over Gloo, through host memory (give each rank a GPU of its own for NCCL)",
+                 shared->first, shared->second, uuids[static_cast<size_t>(shared->first)]);
+  return false;
+}
+
+}  // namespace
+
 std::unique_ptr<World> World::join(const RankEnv& env, std::chrono::milliseconds collective_timeout,
                                    std::optional<std::chrono::milliseconds> join_timeout, at::Device device) {
   // Joining is bounded by its own limit; every collective sets collective_timeout itself.
@@ -56,7 +81,7 @@ std::unique_ptr<World> World::join(const RankEnv& env, std::chrono::milliseconds
     impl->rollout = make_group("rollout/");
     // NCCL's own watchdog stays a backstop: the heartbeats below name a
     // stopped rank sooner, and the World aborts the group when it gives up.
-    if (device.is_cuda())
+    if (device.is_cuda() && every_rank_has_its_own_gpu(*impl->store, env, device))
       impl->nccl = make_nccl_group(c10::make_intrusive<c10d::PrefixStore>("train_nccl/", impl->store), env.rank,
                                    env.world_size, device, collective_timeout + std::chrono::minutes(1));
   } catch (const std::exception& e) {

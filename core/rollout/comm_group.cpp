@@ -16,10 +16,6 @@
 #include <random>
 #include <thread>
 
-#ifdef GRPO_WITH_CUDA
-#include <cuda_runtime_api.h>
-#endif
-
 #include "dist/nccl_group.h"
 #include "rollout/store_listen.h"
 #include "util/clock.h"
@@ -151,21 +147,6 @@ bool nccl_built() { return true; }
 #else
 bool nccl_built() { return false; }
 #endif
-
-std::string device_uuid(const at::Device& device) {
-#ifdef GRPO_WITH_CUDA
-  if (!device.is_cuda()) return "";
-  cudaDeviceProp prop{};
-  if (cudaGetDeviceProperties(&prop, device.has_index() ? device.index() : 0) != cudaSuccess) return "";
-  const auto* b = reinterpret_cast<const unsigned char*>(prop.uuid.bytes);
-  return fmt::format("GPU-{:02x}{:02x}{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}{:02x}{:02x}{:02x}{:02x}",
-                     b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
-                     b[15]);
-#else
-  (void)device;
-  return "";
-#endif
-}
 
 struct CommGroup::Impl {
   c10::intrusive_ptr<c10d::TCPStore> store;

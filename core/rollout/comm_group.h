@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dist/nccl_group.h"
 #include "model/dtype.h"
 
 namespace grpo::rollout {
@@ -67,9 +68,7 @@ const char* backend_name(Backend backend);  // "gloo", "nccl"
 std::optional<Backend> backend_from_name(std::string_view name);
 // Whether this build can form NCCL groups (a CUDA build with c10d's NCCL).
 bool nccl_built();
-// A GPU's UUID as nvidia-smi and TRL's client_device_uuid spell it
-// ("GPU-xxxxxxxx-xxxx-..."); "" for the CPU or where it cannot be read.
-std::string device_uuid(const at::Device& device);
+using dist::device_uuid;  // "GPU-...", as the protocol's client_device_uuid spells it
 
 class CommGroup {
  public:

@@ -16,6 +16,7 @@
 #include <torch/torch.h>
 
 #include "cli/cli_util.h"
+#include "dist/launcher.h"
 #include "model/checkpoint_files.h"
 #include "model/weights.h"
 #include "plugin_paths.h"
@@ -197,4 +198,37 @@ TEST(TrainGpu, OffloadAndSleepFlagsLowerTheMeasuredPeaks) {
   EXPECT_GE(fell, 0.9 * offloaded) << "generation peak " << b[2]["memory/generation_peak_gb"] << " -> "
                                    << o[2]["memory/generation_peak_gb"] << ", " << offloaded << " GiB offloaded";
   EXPECT_LT(s[2]["memory/backward_peak_gb"].get<double>(), b[2]["memory/backward_peak_gb"].get<double>());
+}
+
+// Two ranks on the one GPU — two "nodes" of one process each on this machine,
+// both on cuda:0 — cannot form an NCCL group (one rank per GPU): they
+// exchange their CUDA tensors over Gloo and train as one rank with their
+// whole batch does.
+TEST(TrainGpu, TwoRanksSharingTheGpuTrainOverGlooAsOneRankWithTheirBatch) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const std::string dir = tiny_run_dir("train_gpu_two_ranks");
+  // One generation batch of 16 completions (2 prompts x G 8) per step: one
+  // rank takes 8 per micro-batch, each of two ranks 4.
+  auto run = [&](const std::string& out, int per_device) {
+    return "train --model " + dir + "/model --dataset " + dir + "/rows.jsonl --plugins " FIXTURE_OK +
+           " --reward_funcs fixture --num_generations 8 --gradient_accumulation_steps 2 --max_completion_length 16 "
+           "--train_type full --torch_dtype float32 --learning_rate 1e-3 --max_steps 3 --beta 0.04 --logging_steps 1 "
+           "--report_to none --per_device_train_batch_size " + std::to_string(per_device) + " --output_dir " + dir +
+           "/" + out;
+  };
+  CommandResult one = run_host(run("one", 8));
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  const std::string node = "NNODES=2 NPROC_PER_NODE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
+                           std::to_string(grpo::dist::free_port("127.0.0.1"));
+  const std::string host = " '" GRPO_HOST_EXE "' " + run("two", 4);
+  CommandResult two = run_shell(node + " NODE_RANK=1" + host + " > " + dir + "/node1.log 2>&1 & " + node +
+                                " NODE_RANK=0" + host + "; first=$?; wait $!; exit $((first + $?))");
+  ASSERT_EQ(two.exit_code, 0) << two.output << read_file(dir + "/node1.log");
+  EXPECT_NE(two.output.find("share one GPU"), std::string::npos) << two.output;
+  const auto a = read_jsonl(dir + "/one/logging.jsonl"), b = read_jsonl(dir + "/two/logging.jsonl");
+  ASSERT_EQ(a.size(), 3u);
+  ASSERT_EQ(b.size(), 3u);
+  for (size_t i = 0; i < 3; ++i)
+    for (const char* key : {"loss", "kl", "grad_norm", "reward"})
+      EXPECT_NEAR(a[i][key].get<double>(), b[i][key].get<double>(), 1e-4) << key << " at step " << i + 1;
 }

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "dist/launcher.h"
+#include "dist/nccl_group.h"
 #include "dist/world.h"
 #include "model/sampling.h"
 #include "trainer/batch_exchange.h"
@@ -313,4 +314,14 @@ TEST(DataParallelWorld, ACollectiveOneRankNeverJoinsFailsWithinTheTimeoutNamingI
         EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
       },
       std::chrono::milliseconds(1000));
+}
+
+// NCCL takes one rank per GPU: the World keeps ranks that share one on Gloo.
+TEST(RanksSharingAGpu, TheFirstPairIsNamedAndUnknownGpusAreNotCompared) {
+  using grpo::dist::ranks_sharing_a_gpu;
+  EXPECT_EQ(ranks_sharing_a_gpu({"GPU-a", "GPU-b", "GPU-c"}), std::nullopt);
+  EXPECT_EQ(ranks_sharing_a_gpu({"GPU-a", "GPU-b", "GPU-a", "GPU-b"}), (std::pair{0, 2}));
+  EXPECT_EQ(ranks_sharing_a_gpu({"GPU-a", "GPU-b", "GPU-b"}), (std::pair{1, 2}));
+  EXPECT_EQ(ranks_sharing_a_gpu({"GPU-a", "", "GPU-a"}), std::nullopt);
+  EXPECT_EQ(ranks_sharing_a_gpu({"GPU-a"}), std::nullopt);
 }
