@@ -262,6 +262,10 @@ std::vector<FlagSpec> build_table() {
           .note("(grpo-host trains GRPO only; use ms-swift for DPO, KTO, PPO and the others)"));
   add(integer("ddp_timeout", 1800, "seconds a collective waits for the other processes").at_least(1).hint("SECONDS"));
   add(integer("ddp_bucket_cap_mb", 25, "MB per bucket of gradients averaged over the processes").at_least(1).hint("MB"));
+  add(text("ddp_backend", nullptr,
+           "nccl | gloo: what carries the ranks' device tensors (unset: NCCL when every rank has a GPU of its own, "
+           "else Gloo; host-side traffic is always Gloo's)")
+          .choices({"nccl", "gloo"}));
   add(text("loss_scale", nullptr, "accepted: last_round and default both put loss on exactly the sampled tokens")
           .hint("NAME").choices({"last_round", "default"}));
   add(text("deepspeed", nullptr, "ZeRO by DeepSpeed's name: zero0, zero1 (optimizer state sharded), zero2 (and "

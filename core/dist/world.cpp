@@ -27,7 +27,7 @@ namespace {
 // machine, or a CUDA_VISIBLE_DEVICES that names the same GPU twice) keep
 // their device tensors on Gloo, which copies them through host memory.
 // Every rank reads every rank's GPU from the store, so all decide alike.
-bool every_rank_has_its_own_gpu(c10d::Store& store, const RankEnv& env, at::Device device) {
+bool every_rank_has_its_own_gpu(c10d::Store& store, const RankEnv& env, at::Device device, DeviceBackend backend) {
   const std::string mine = device_uuid(device);
   store.set(fmt::format("gpu_uuid/{}", env.rank), std::vector<uint8_t>(mine.begin(), mine.end()));
   std::vector<std::string> uuids;
@@ -37,6 +37,10 @@ bool every_rank_has_its_own_gpu(c10d::Store& store, const RankEnv& env, at::Devi
   }
   const auto shared = ranks_sharing_a_gpu(uuids);
   if (!shared) return true;
+  if (backend == DeviceBackend::Nccl)
+    throw CollectiveError(fmt::format("--ddp_backend nccl: ranks {} and {} share one GPU ({}), and NCCL takes one "
+                                         "rank per GPU; give each rank a GPU of its own, or drop --ddp_backend",
+                                         shared->first, shared->second, uuids[static_cast<size_t>(shared->first)]));
   if (env.rank == 0)
     spdlog::warn("ranks {} and {} share one GPU ({}), and NCCL takes one rank per GPU: the ranks exchange gradients "
                  "over Gloo, through host memory (give each rank a GPU of its own for NCCL)",
@@ -47,7 +51,8 @@ bool every_rank_has_its_own_gpu(c10d::Store& store, const RankEnv& env, at::Devi
 }  // namespace
 
 std::unique_ptr<World> World::join(const RankEnv& env, std::chrono::milliseconds collective_timeout,
-                                   std::optional<std::chrono::milliseconds> join_timeout, at::Device device) {
+                                   std::optional<std::chrono::milliseconds> join_timeout, at::Device device,
+                                   DeviceBackend backend) {
   // Joining is bounded by its own limit; every collective sets collective_timeout itself.
   const std::chrono::milliseconds timeout = join_timeout.value_or(collective_timeout);
   auto w = std::make_unique<World>();
@@ -70,6 +75,9 @@ std::unique_ptr<World> World::join(const RankEnv& env, std::chrono::milliseconds
         cause(e)));
   }
   try {
+    // Whether the GPUs allow NCCL, decided alike on every rank before any group forms.
+    const bool nccl = device.is_cuda() && backend != DeviceBackend::Gloo &&
+                      every_rank_has_its_own_gpu(*impl->store, env, device, backend);
     auto make_group = [&](const std::string& prefix) {
       auto options = c10d::ProcessGroupGloo::Options::create(timeout);
       options->devices.push_back(gloo_device(env.master_addr));
@@ -81,9 +89,11 @@ std::unique_ptr<World> World::join(const RankEnv& env, std::chrono::milliseconds
     impl->rollout = make_group("rollout/");
     // NCCL's own watchdog stays a backstop: the heartbeats below name a
     // stopped rank sooner, and the World aborts the group when it gives up.
-    if (device.is_cuda() && every_rank_has_its_own_gpu(*impl->store, env, device))
+    if (nccl)
       impl->nccl = make_nccl_group(c10::make_intrusive<c10d::PrefixStore>("train_nccl/", impl->store), env.rank,
                                    env.world_size, device, collective_timeout + std::chrono::minutes(1));
+  } catch (const CollectiveError&) {
+    throw;  // --ddp_backend nccl on ranks that share a GPU: said as it is
   } catch (const std::exception& e) {
     throw CollectiveError(fmt::format(
         "rank {}: joining the process group of {} ranks at {}:{} failed within {:.0f} s (--ddp_timeout): not every "

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "dist/device_backend.h"
 #include "dist/rank_env.h"
 
 namespace c10d {
@@ -51,10 +52,12 @@ class World {
   // store; everyone waits up to `join_timeout` (default: `timeout`, each
   // collective's limit) for the others to join.
   // Ranks on GPUs (`device` CUDA) also build an NCCL group, which carries
-  // the training channel's collectives of device tensors.
+  // the training channel's collectives of device tensors, unless `backend`
+  // says Gloo, or (Auto) two ranks share a GPU; under Nccl, ranks that share
+  // one are a CollectiveError.
   static std::unique_ptr<World> join(const RankEnv& env, std::chrono::milliseconds timeout,
                                      std::optional<std::chrono::milliseconds> join_timeout = std::nullopt,
-                                     at::Device device = at::kCPU);
+                                     at::Device device = at::kCPU, DeviceBackend backend = DeviceBackend::Auto);
   ~World();
   World(const World&) = delete;
   World& operator=(const World&) = delete;

@@ -358,7 +358,7 @@ void run_grpo(const GrpoSettings& settings) {
     label_log_lines(env->rank);
     // Ranks on GPUs also join an NCCL group for their gradients, shards and metrics.
     world = dist::World::join(*env, std::chrono::milliseconds(static_cast<int64_t>(settings.dist.timeout_s * 1000)),
-                              std::nullopt, settings.model.device);
+                              std::nullopt, settings.model.device, settings.dist.backend);
   }
   try {
     GrpoTrainer trainer(settings, *world);

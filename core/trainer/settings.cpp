@@ -265,6 +265,9 @@ GrpoSettings GrpoSettings::from(const config::Config& cfg) {
   s.dist.timeout_s = static_cast<double>(r.integer("ddp_timeout"));
   s.dist.bucket_bytes = r.integer("ddp_bucket_cap_mb") << 20;
   s.dist.zero_stage = static_cast<int>(r.integer("zero_stage"));
+  if (r.is_set("ddp_backend"))
+    s.dist.backend = r.choice<dist::DeviceBackend>("ddp_backend", {{"nccl", dist::DeviceBackend::Nccl},
+                                                                  {"gloo", dist::DeviceBackend::Gloo}});
   if (const std::string ds = r.text("deepspeed"); !ds.empty()) {  // zeroN, as the flag's check wrote it
     const int stage = ds.back() - '0';
     if (r.is_set("zero_stage") && stage != s.dist.zero_stage)
@@ -281,6 +284,9 @@ GrpoSettings GrpoSettings::from(const config::Config& cfg) {
   check(sm.async && sm.dynamic_sample,
         "--async_generate with --dynamic_sample is not supported: resampling needs the batch's rewards before the "
         "next batch starts; keep one of them");
+  check(s.dist.backend == dist::DeviceBackend::Nccl && !s.model.device.is_cuda(),
+        "--ddp_backend nccl needs the ranks on GPUs, and this run trains on " + s.model.device.str() +
+            ": drop it (the CPU's ranks use Gloo)");
   check(sm.async && sm.offload_model,
         "--offload_model with --async_generate: the reference model and the gradients leave the GPU while the "
         "sampler generates, and under async_generate it generates while training reads them; keep one of them "

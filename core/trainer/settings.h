@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/config.h"
+#include "dist/device_backend.h"
 #include "config/settings_reader.h"
 #include "data/dataset.h"
 #include "model/lora.h"
@@ -102,6 +103,7 @@ struct DistributedSettings {
   double timeout_s = 1800;                // ddp_timeout: how long a collective waits for the other ranks
   int64_t bucket_bytes = 25 << 20;        // ddp_bucket_cap_mb: gradients are averaged in buckets this large
   int zero_stage = 0;                     // --deepspeed zero1|zero2 or --zero_stage: 0 DDP, 1 optimizer state, 2 + gradients
+  dist::DeviceBackend backend = dist::DeviceBackend::Auto;  // ddp_backend
 };
 
 struct MultiTurnSettings {

@@ -218,13 +218,21 @@ TEST(TrainGpu, TwoRanksSharingTheGpuTrainOverGlooAsOneRankWithTheirBatch) {
   };
   CommandResult one = run_host(run("one", 8));
   ASSERT_EQ(one.exit_code, 0) << one.output;
-  const std::string node = "NNODES=2 NPROC_PER_NODE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
-                           std::to_string(grpo::dist::free_port("127.0.0.1"));
-  const std::string host = " '" GRPO_HOST_EXE "' " + run("two", 4);
-  CommandResult two = run_shell(node + " NODE_RANK=1" + host + " > " + dir + "/node1.log 2>&1 & " + node +
-                                " NODE_RANK=0" + host + "; first=$?; wait $!; exit $((first + $?))");
-  ASSERT_EQ(two.exit_code, 0) << two.output << read_file(dir + "/node1.log");
+  // Two nodes of one rank each on this machine: node 1 in the background, its output in a log.
+  auto two_nodes = [&](const std::string& out, const std::string& extra) {
+    const std::string node = "NNODES=2 NPROC_PER_NODE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
+                             std::to_string(grpo::dist::free_port("127.0.0.1"));
+    const std::string host = " '" GRPO_HOST_EXE "' " + run(out, 4) + extra;
+    return run_shell(node + " NODE_RANK=1" + host + " > " + dir + "/" + out + "-node1.log 2>&1 & " + node +
+                     " NODE_RANK=0" + host + "; first=$?; wait $!; exit $((first + $?))");
+  };
+  CommandResult two = two_nodes("two", "");
+  ASSERT_EQ(two.exit_code, 0) << two.output << read_file(dir + "/two-node1.log");
   EXPECT_NE(two.output.find("share one GPU"), std::string::npos) << two.output;
+  // Asked for NCCL, the same ranks stop at the start, saying why.
+  CommandResult nccl = two_nodes("nccl", " --ddp_backend nccl");
+  EXPECT_NE(nccl.exit_code, 0);
+  EXPECT_NE(nccl.output.find("--ddp_backend nccl: ranks 0 and 1 share one GPU"), std::string::npos) << nccl.output;
   const auto a = read_jsonl(dir + "/one/logging.jsonl"), b = read_jsonl(dir + "/two/logging.jsonl");
   ASSERT_EQ(a.size(), 3u);
   ASSERT_EQ(b.size(), 3u);
