@@ -22,6 +22,7 @@
 
 #include "hub/hub_cache.h"
 #include "model/device.h"
+#include "model/device_memory.h"
 #include "model/dtype.h"
 #include "rollout/comm_group.h"
 #include "rollout/rollout_server.h"
@@ -255,6 +256,7 @@ int main(int argc, char** argv) {
                  "model's weights (/update_named_param/); set --api_key_file FILE or GRPO_ROLLOUT_API_KEY",
                  options.host);
   try {
+    grpo::model::make_current(options.device);  // --device cuda:N: its GPU, not GPU 0, holds the CUDA context
     grpo::rollout::RolloutServer server(options);
     const int port = server.bind();
     std::printf("grpo-rollout listening on http://%s:%d/\n", options.host.c_str(), port);

@@ -37,11 +37,18 @@ std::optional<int64_t> device_total_bytes(at::Device device) {
 }
 
 void synchronize(at::Device device) {
-  if (device.is_cuda()) c10::cuda::device_synchronize();
+  if (!device.is_cuda()) return;
+  c10::cuda::CUDAGuard on(device);
+  c10::cuda::device_synchronize();
+}
+
+void make_current(at::Device device) {
+  if (device.is_cuda() && device.has_index()) c10::cuda::set_device(device.index());
 }
 
 void release_cached_memory(at::Device device) {
   if (!device.is_cuda()) return;
+  c10::cuda::CUDAGuard on(device);
   c10::cuda::device_synchronize();
   c10::cuda::CUDACachingAllocator::emptyCache();
 }
@@ -52,6 +59,7 @@ std::optional<DeviceMemory> device_memory(at::Device) { return std::nullopt; }
 void reset_peak_memory(at::Device) {}
 std::optional<int64_t> device_total_bytes(at::Device) { return std::nullopt; }
 void synchronize(at::Device) {}
+void make_current(at::Device) {}
 void release_cached_memory(at::Device) {}
 
 #endif

@@ -24,6 +24,10 @@ void reset_peak_memory(at::Device device);
 std::optional<int64_t> device_total_bytes(at::Device device);
 // Returns once everything queued on the GPU has run; nothing on the CPU.
 void synchronize(at::Device device);
+// Makes `device` this process's current GPU (torch.cuda.set_device), so that
+// work without a tensor to say where (a stream, a context) lands there and
+// not on GPU 0; nothing on the CPU.
+void make_current(at::Device device);
 // Returns the allocator's unused cached blocks to the driver; waits for the
 // device first. Nothing on the CPU.
 void release_cached_memory(at::Device device);

@@ -42,11 +42,11 @@ Metrics GrpoTrainer::step() {
   for (int64_t k = 0; k < s_.batch.grad_accum; ++k) {
     if (rollout_.queue.empty()) {
       GenerationBatch batch;
-      AwayForSampling away;  // --offload_model: the reference and the gradients, while the sampler runs
-      run_phase(StepPhase::Generation, device, m, phase_sizes(StepPhase::Generation), [&] {
-        away = offload_for_sampling(/*gradients_zero=*/k == 0, m);
-        batch = next_generation_batch(m, k);                              // sample, score
-      });
+      // --offload_model: the reference and the gradients leave the GPU while the sampler runs (before the
+      // phase, whose peak then shows what that saves).
+      AwayForSampling away = offload_for_sampling(/*gradients_zero=*/k == 0, m);
+      run_phase(StepPhase::Generation, device, m, phase_sizes(StepPhase::Generation),
+                [&] { batch = next_generation_batch(m, k); });             // sample, score
       std::vector<MicroBatch> parts = micro_batches_of(batch, m);         // advantages, split
       run_phase(StepPhase::Logprobs, device, m, phase_sizes(StepPhase::Logprobs), [&] {
         bring_back(away, m);

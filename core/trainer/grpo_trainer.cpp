@@ -15,6 +15,7 @@
 #include <torch/utils.h>
 
 #include "dist/rank_env.h"
+#include "model/device_memory.h"
 #include "model/dtype.h"
 #include "model/stop_ids.h"
 #include "model/threads.h"
@@ -353,6 +354,7 @@ void GrpoTrainer::report_reward_failures() const {
 }
 
 void run_grpo(const GrpoSettings& settings) {
+  model::make_current(settings.model.device);  // rank LOCAL_RANK's GPU, as torch.cuda.set_device
   std::unique_ptr<dist::World> world = std::make_unique<dist::World>();
   if (std::optional<dist::RankEnv> env = dist::rank_env_from_environment(); env && env->world_size > 1) {
     label_log_lines(env->rank);

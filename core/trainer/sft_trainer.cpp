@@ -13,6 +13,7 @@
 #include <torch/nn/utils/clip_grad.h>
 
 #include "data/dataset.h"
+#include "model/device_memory.h"
 #include "model/threads.h"
 #include "model/weights.h"
 #include "tokenizer/chat_prompt.h"
@@ -58,6 +59,7 @@ RolloutSequence example_of(const data::Row& row, const tok::Tokenizer& tokenizer
 }  // namespace
 
 void run_sft(const SftSettings& s) {
+  model::make_current(s.model.device);  // as torch.cuda.set_device
   model::configure_cpu_threads(s.num_threads);
   torch::manual_seed(s.seed);
   const std::string& model_dir = s.model.dir;
