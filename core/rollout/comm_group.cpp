@@ -215,8 +215,9 @@ std::unique_ptr<CommGroup> CommGroup::create(const std::string& host, int port, 
   }
   if (backend == Backend::Nccl) {
     try {
+      // NCCL's watchdog a minute behind the polled waits (broadcast_nccl), which report a stall themselves.
       impl->nccl = dist::make_nccl_group(c10::make_intrusive<c10d::PrefixStore>("nccl/", impl->store), rank,
-                                         world_size, device, timeout);
+                                         world_size, device, timeout + std::chrono::minutes(1));
     } catch (const std::exception& e) {
       throw TransferError(fmt::format(
           "join the NCCL group (rank {} of {}, on {}) at {}:{} failed within {:.1f} s: {}; every rank needs a GPU of "
@@ -335,6 +336,8 @@ void CommGroup::broadcast_nccl(at::Tensor& bytes, const std::string& what) {
   } catch (const TransferError&) {
     throw;
   } catch (const std::exception& e) {
+    impl_->nccl->abort();  // a failed communicator is aborted, never shut down as if healthy
+    impl_->nccl_aborted = true;
     throw TransferError(fmt::format("broadcast of {} ({} bytes) over NCCL from rank {} failed: {}", what,
                                     bytes.numel(), source_rank(), cause(e)));
   }

@@ -53,7 +53,11 @@ int64_t optimizer_state_to(torch::optim::Optimizer& optimizer, const at::Device&
 }
 
 int64_t optimizer_state_to_devices(torch::optim::Optimizer& optimizer) {
-  return move_moments(optimizer, [](const at::Tensor& m, const at::Tensor& p) { return onto(m, p.device()); });
+  // Onto a CPU parameter (GPU-saved moments resumed with --use_cpu) the copy is a blocking one: the
+  // CPU's AdamW reads them next, with nothing to wait for an asynchronous copy.
+  return move_moments(optimizer, [](const at::Tensor& m, const at::Tensor& p) {
+    return p.is_cpu() && m.defined() && !m.is_cpu() ? m.to(at::kCPU) : onto(m, p.device());
+  });
 }
 
 int64_t move_module(torch::nn::Module& module, const at::Device& device) {

@@ -287,6 +287,9 @@ GrpoSettings GrpoSettings::from(const config::Config& cfg) {
   check(s.dist.backend == dist::DeviceBackend::Nccl && !s.model.device.is_cuda(),
         "--ddp_backend nccl needs the ranks on GPUs, and this run trains on " + s.model.device.str() +
             ": drop it (the CPU's ranks use Gloo)");
+  check(sm.async && sm.gc_after_offload,
+        "--gc_collect_after_offload with --async_generate: emptying the GPU's cache while the sampler generates "
+        "(and captures CUDA graphs) on its own thread is not safe; drop one of them");
   check(sm.async && sm.offload_model,
         "--offload_model with --async_generate: the reference model and the gradients leave the GPU while the "
         "sampler generates, and under async_generate it generates while training reads them; keep one of them "

@@ -92,6 +92,9 @@ TEST(TrainCommand, UnsupportedCombinationsAreRefusedWithWhatToDo) {
   r = run_host("train --config " + dir + "/run.yaml --async_generate true --offload_model true");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--offload_model with --async_generate"), std::string::npos) << r.output;
+  r = run_host("train --config " + dir + "/run.yaml --async_generate true --gc_collect_after_offload true");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--gc_collect_after_offload with --async_generate"), std::string::npos) << r.output;
   r = run_host("train --config " + dir + "/run.yaml --use_cpu true --ddp_backend nccl");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--ddp_backend nccl needs the ranks on GPUs, and this run trains on cpu"), std::string::npos)

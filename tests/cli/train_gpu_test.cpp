@@ -33,6 +33,16 @@ std::string flags(const std::string& dir, const std::string& out) {
          "--logging_steps 1 --report_to none --log_completions true --output_dir " + dir + "/" + out + " ";
 }
 
+// Two runs' logs of `steps` steps agree on loss, KL, gradient norm and reward within `tolerance`.
+void expect_same_logs(const std::string& a_dir, const std::string& b_dir, size_t steps, double tolerance) {
+  const auto a = read_jsonl(a_dir + "/logging.jsonl"), b = read_jsonl(b_dir + "/logging.jsonl");
+  ASSERT_EQ(a.size(), steps);
+  ASSERT_EQ(b.size(), steps);
+  for (size_t i = 0; i < steps; ++i)
+    for (const char* key : {"loss", "kl", "grad_norm", "reward"})
+      EXPECT_NEAR(a[i][key].get<double>(), b[i][key].get<double>(), tolerance) << key << " at step " << i + 1;
+}
+
 double mean_reward(const std::vector<nlohmann::json>& log, size_t begin, size_t end) {
   double sum = 0;
   for (size_t i = begin; i < end; ++i) sum += log.at(i)["reward"].get<double>();
@@ -62,12 +72,7 @@ TEST(TrainGpu, FiveFloat32StepsOnTheGpuEqualTheCpusRun) {
   ASSERT_EQ(cpu_completions.size(), gpu_completions.size());
   for (size_t i = 0; i < cpu_completions.size(); ++i)
     ASSERT_EQ(cpu_completions[i]["completion"], gpu_completions[i]["completion"]) << "completion " << i;
-  const auto cpu_log = read_jsonl(dir + "/cpu/logging.jsonl"), gpu_log = read_jsonl(dir + "/gpu/logging.jsonl");
-  ASSERT_EQ(cpu_log.size(), 5u);
-  ASSERT_EQ(gpu_log.size(), 5u);
-  for (size_t i = 0; i < 5; ++i)
-    for (const char* key : {"loss", "kl", "grad_norm", "reward"})
-      EXPECT_NEAR(cpu_log[i][key].get<double>(), gpu_log[i][key].get<double>(), 1e-4) << key << " at step " << i + 1;
+  expect_same_logs(dir + "/cpu", dir + "/gpu", 5, 1e-4);
 
   namespace m = grpo::model;
   const auto a = m::CheckpointFiles::open(dir + "/cpu/checkpoint-5");
@@ -187,11 +192,8 @@ TEST(TrainGpu, OffloadAndSleepFlagsLowerTheMeasuredPeaks) {
   ASSERT_EQ(b.size(), 3u);
   ASSERT_EQ(o.size(), 3u);
   ASSERT_EQ(s.size(), 3u);
-  for (size_t i = 0; i < 3; ++i) {
-    for (const auto* run : {&o, &s})
-      for (const char* key : {"loss", "kl", "grad_norm", "reward"})
-        EXPECT_NEAR((*run)[i][key].get<double>(), b[i][key].get<double>(), 1e-5) << key << " at step " << i + 1;
-  }
+  expect_same_logs(dir + "/base", dir + "/offload", 3, 1e-5);
+  expect_same_logs(dir + "/base", dir + "/sleep", 3, 1e-5);
   const double offloaded = o[2]["memory/offloaded_gb"].get<double>();
   EXPECT_GT(offloaded, 0.0);
   const double fell = b[2]["memory/generation_peak_gb"].get<double>() - o[2]["memory/generation_peak_gb"].get<double>();
@@ -233,10 +235,5 @@ TEST(TrainGpu, TwoRanksSharingTheGpuTrainOverGlooAsOneRankWithTheirBatch) {
   CommandResult nccl = two_nodes("nccl", " --ddp_backend nccl");
   EXPECT_NE(nccl.exit_code, 0);
   EXPECT_NE(nccl.output.find("--ddp_backend nccl: ranks 0 and 1 share one GPU"), std::string::npos) << nccl.output;
-  const auto a = read_jsonl(dir + "/one/logging.jsonl"), b = read_jsonl(dir + "/two/logging.jsonl");
-  ASSERT_EQ(a.size(), 3u);
-  ASSERT_EQ(b.size(), 3u);
-  for (size_t i = 0; i < 3; ++i)
-    for (const char* key : {"loss", "kl", "grad_norm", "reward"})
-      EXPECT_NEAR(a[i][key].get<double>(), b[i][key].get<double>(), 1e-4) << key << " at step " << i + 1;
+  expect_same_logs(dir + "/one", dir + "/two", 3, 1e-4);
 }
