@@ -4,6 +4,7 @@
 #include <random>
 #include <stdexcept>
 
+#include <c10/core/DeviceGuard.h>
 #include <torch/types.h>
 #include <torch/utils.h>
 
@@ -100,8 +101,14 @@ std::vector<Completion> Engine::generate(const std::vector<GenerateRequest>& req
 
   torch::NoGradGuard no_grad;
   cpu::FusedScope fused;  // sampling only: the fused kernels may replace at:: ops, the lm_head's included
+  const at::Device device = model_->model->embed_tokens->weight.device();
+  const bool on_gpu = !device.is_cpu();
+  // Any thread may call (a rollout server's engine thread, the trainer's asynchronous sampler), and CUDA's
+  // current device is per thread: what is made without a tensor to say where (streams, cuBLAS handles, the
+  // graphs' pool) must land on the weights' GPU, not on GPU 0.
+  c10::OptionalDeviceGuard on_device;
+  if (on_gpu) on_device.reset_device(device);
   prefill(call);
-  const bool on_gpu = !model_->model->embed_tokens->weight.device().is_cpu();
   const bool slots = options_.decode == EngineOptions::Decode::Slots ||
                      (options_.decode == EngineOptions::Decode::Auto && on_gpu);
   if (slots) {
@@ -109,7 +116,7 @@ std::vector<Completion> Engine::generate(const std::vector<GenerateRequest>& req
     if (options_.release_after_call) {
       graphs_->clear();
       slots_.reset();
-      release_cached_memory(model_->model->embed_tokens->weight.device());
+      release_cached_memory(device);
     }
   } else {
     decode_eagerly(call);

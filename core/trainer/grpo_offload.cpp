@@ -12,28 +12,20 @@ namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 }  // namespace
 
-GrpoTrainer::AwayForSampling GrpoTrainer::offload_for_sampling(bool gradients_zero, Metrics& m) {
-  AwayForSampling away;
-  if (!s_.sampling.offload_model || !offloads()) return away;
+AwayForSampling GrpoTrainer::offload_for_sampling(bool gradients_zero, Metrics& m) {
+  if (!s_.sampling.offload_model || !offloads()) return AwayForSampling();
   const double t0 = util::now_s();
-  int64_t bytes = 0;
-  if (policy_.reference) {
-    bytes += move_module(*policy_.reference, at::kCPU);
-    away.reference = true;
-  }
-  away.gradients = std::make_unique<ParkedGradients>(trainable_parameters(*policy_.policy), gradients_zero);
-  bytes += away.gradients->bytes();
+  torch::nn::Module* reference = policy_.reference ? policy_.reference.get() : nullptr;
+  AwayForSampling away(reference, s_.model.device, trainable_parameters(*policy_.policy), gradients_zero);
   if (s_.sampling.gc_after_offload) model::release_cached_memory(s_.model.device);
-  m["memory/offloaded_gb"] += static_cast<double>(bytes) / kGiB;
+  m["memory/offloaded_gb"] += static_cast<double>(away.bytes()) / kGiB;
   m["time/offload"] += util::now_s() - t0;
   return away;
 }
 
 void GrpoTrainer::bring_back(AwayForSampling& away, Metrics& m) {
   const double t0 = util::now_s();
-  if (away.reference) move_module(*policy_.reference, s_.model.device);
-  if (away.gradients) away.gradients->restore();
-  away = {};
+  away.restore();
   m["time/offload"] += util::now_s() - t0;
 }
 

@@ -130,10 +130,6 @@ class GrpoTrainer {
   void report_reward_failures() const;  // the end-of-run summary; throws unless tolerated
 
   // grpo_offload.cpp: --offload_model and --offload_optimizer on a GPU (trainer/offload.h).
-  struct AwayForSampling {
-    std::unique_ptr<ParkedGradients> gradients;
-    bool reference = false;
-  };
   AwayForSampling offload_for_sampling(bool gradients_zero, Metrics& m);  // nothing unless --offload_model
   void bring_back(AwayForSampling& away, Metrics& m);
   void park_optimizer_state(bool parked, Metrics& m);  // nothing unless --offload_optimizer

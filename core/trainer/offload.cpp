@@ -1,6 +1,9 @@
 #include "trainer/offload.h"
 
+#include <spdlog/spdlog.h>
 #include <torch/optim/adamw.h>
+
+#include <utility>
 
 #include "model/device_memory.h"
 
@@ -92,6 +95,37 @@ void ParkedGradients::restore() {
     at::Tensor& p = params_[i];
     p.mutable_grad() = all_zero_ ? at::zeros_like(p) : host_[i].to(p.device(), /*non_blocking=*/true);
     host_[i].reset();
+  }
+}
+
+AwayForSampling::AwayForSampling(torch::nn::Module* reference, const at::Device& home, std::vector<at::Tensor> params,
+                                 bool gradients_zero)
+    : reference_(reference), home_(home) {
+  if (reference_) bytes_ += move_module(*reference_, at::kCPU);
+  gradients_.emplace(std::move(params), gradients_zero);
+  bytes_ += gradients_->bytes();
+}
+
+AwayForSampling::AwayForSampling(AwayForSampling&& other) noexcept
+    : reference_(std::exchange(other.reference_, nullptr)), home_(other.home_),
+      gradients_(std::move(other.gradients_)), bytes_(other.bytes_) {
+  other.gradients_.reset();  // a moved-from optional still holds a (moved-from) value
+}
+
+AwayForSampling::~AwayForSampling() {
+  try {
+    restore();
+  } catch (const std::exception& e) {  // already unwinding from the phase's own error, which says more
+    spdlog::error("bringing the offloaded reference model and gradients back failed: {}", e.what());
+  }
+}
+
+void AwayForSampling::restore() {
+  if (torch::nn::Module* reference = std::exchange(reference_, nullptr)) move_module(*reference, home_);
+  if (gradients_) {
+    std::optional<ParkedGradients> parked = std::move(gradients_);
+    gradients_.reset();
+    parked->restore();
   }
 }
 

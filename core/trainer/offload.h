@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -49,6 +50,29 @@ class ParkedGradients {
   std::vector<at::Tensor> host_;  // per parameter: its gradient's host copy (undefined when it had none)
   std::vector<bool> had_gradient_;
   bool all_zero_ = false;
+  int64_t bytes_ = 0;
+};
+
+// What --offload_model moved to host memory for one generation phase: the
+// frozen reference model (may be none) and the policy's gradients. It comes
+// back with restore(), or with the destructor when the phase throws, so that
+// a step that fails (its checkpoint then saved, an evaluation's error
+// reported) ends with everything where training expects it.
+class AwayForSampling {
+ public:
+  AwayForSampling() = default;  // nothing away
+  AwayForSampling(torch::nn::Module* reference, const at::Device& home, std::vector<at::Tensor> params,
+                  bool gradients_zero);
+  AwayForSampling(AwayForSampling&& other) noexcept;
+  AwayForSampling& operator=(AwayForSampling&&) = delete;
+  ~AwayForSampling();  // restore(), if not done; an error then is logged, not thrown
+  void restore();      // once; later calls do nothing
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  torch::nn::Module* reference_ = nullptr;  // in host memory until restore()
+  at::Device home_ = at::kCPU;
+  std::optional<ParkedGradients> gradients_;
   int64_t bytes_ = 0;
 };
 

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "model/device.h"
+#include "model/device_memory.h"
 #include "model/dtype.h"
 #include "model/lora.h"
 #include "model/weights.h"
@@ -120,6 +121,7 @@ void GrpoTrainer::launch_generation() {
   const int64_t generation = rollout_.generations++;
   const plugins::TrainerState state = trainer_state();
   rollout_.pending = std::async(std::launch::async, [this, prompts, generation, state] {
+    model::make_current(s_.model.device);  // CUDA's current device is per thread: this rank's GPU here too
     RolloutState::Pending out;
     out.batch = rollout(prompts, out.metrics, Purpose::Training, generation, state);
     return out;

@@ -1,6 +1,7 @@
 // trainer/offload.h on the CPU: which tensors move where, and the gradients'
 // round trip. On a GPU (train_gpu_test) the moves go through pinned host
 // memory: a round trip trains bit-identically, and the peaks fall.
+#include <stdexcept>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -95,4 +96,35 @@ TEST(Offload, GradientsInsideAStepComeBackWithTheirValues) {
   parked.restore();
   EXPECT_TRUE(at::equal(ps[0].grad(), g0));
   EXPECT_TRUE(at::equal(ps[1].grad(), g1));
+}
+
+TEST(Offload, WhatAPhaseThatThrowsTookAwayComesBackWithItsValues) {
+  std::vector<at::Tensor> ps = params(4);
+  set_gradients(ps, 1);
+  const at::Tensor g0 = ps[0].grad().clone(), g1 = ps[1].grad().clone();
+  EXPECT_THROW(
+      {
+        t::AwayForSampling away(nullptr, at::kCPU, ps, /*gradients_zero=*/false);
+        EXPECT_FALSE(ps[0].grad().defined());
+        throw std::runtime_error("the sampler failed");
+      },
+      std::runtime_error);
+  EXPECT_TRUE(at::equal(ps[0].grad(), g0));
+  EXPECT_TRUE(at::equal(ps[1].grad(), g1));
+}
+
+TEST(Offload, WhatWasAwayComesBackOnceWhoeverHoldsIt) {
+  std::vector<at::Tensor> ps = params(5);
+  for (const at::Tensor& p : ps) p.mutable_grad() = at::zeros_like(p);
+  {
+    t::AwayForSampling first(nullptr, at::kCPU, ps, /*gradients_zero=*/true);
+    t::AwayForSampling second(std::move(first));
+    EXPECT_EQ(second.bytes(), int64_t{(37 + 40) * 4});
+    first.restore();  // moved from: nothing of its own
+    EXPECT_FALSE(ps[0].grad().defined());
+    second.restore();
+    EXPECT_TRUE(at::equal(ps[0].grad(), at::zeros({37})));
+    set_gradients(ps, 3);  // the next micro-batch's backward
+  }  // neither destructor zeroes them again
+  EXPECT_TRUE(at::equal(ps[0].grad(), at::full({37}, 0.4)));
 }
