@@ -221,7 +221,8 @@ std::unique_ptr<CommGroup> CommGroup::create(const std::string& host, int port, 
     } catch (const std::exception& e) {
       throw TransferError(fmt::format(
           "join the NCCL group (rank {} of {}, on {}) at {}:{} failed within {:.1f} s: {}; every rank needs a GPU of "
-          "its own (NCCL refuses two ranks on one GPU), or leave the transfer to Gloo (\"backend\": \"gloo\")",
+          "its own (NCCL refuses two ranks on one GPU) and a network interface the others reach (NCCL_SOCKET_IFNAME), "
+          "or push over Gloo (the trainer's sampler_args {{\"weight_backend\": \"gloo\"}})",
           rank, world_size, device.str(), host, port, timeout_s, cause(e)));
     }
   }
@@ -240,9 +241,14 @@ void CommGroup::send(const at::Tensor& tensor, const std::string& what) {
     throw TransferError(fmt::format("send {}: the tensor is on {}, the group sends from {}", what,
                                     tensor.device().str(), device_.str()));
   at::Tensor bytes = as_bytes(tensor);
-  if (backend_ == Backend::Nccl) {  // its size first, over Gloo: see receive()
+  if (backend_ == Backend::Nccl) {  // its size first, and every receiver's consent: see receive_nccl()
     at::Tensor size = at::full({1}, bytes.numel(), at::kLong);
     broadcast(size, what + "'s size");
+    if (!all_agree(true, what))
+      throw BroadcastSizeError(fmt::format(
+          "broadcast of {} ({} bytes): a receiving rank refused it (its log says why: a size other than it was told, "
+          "or no room on its GPU); nothing was sent, the receivers' weights are unchanged and the group stays usable",
+          what, bytes.numel()));
     broadcast_nccl(bytes, what);
     return;
   }
@@ -281,30 +287,53 @@ void CommGroup::broadcast(at::Tensor& bytes, const std::string& what) {
   }
 }
 
-// NCCL broadcasts exactly the count each rank gives and checks nothing, so
-// the sender's count comes first: within the headroom the receiver takes
-// that many bytes (the ranks stay in step) and refuses them; past it, it
-// cannot take them and the group has to form again.
+// NCCL broadcasts exactly the count each rank gives, checks nothing, and a
+// broadcast one rank skips leaves the others waiting in it. So the sender's
+// count comes first and every rank then says, over Gloo, whether it can take
+// it (the size it was told, room on its GPU): the broadcast runs only when all
+// can, and a refusal leaves every rank in step, the weights unchanged.
 at::Tensor CommGroup::receive_nccl(int64_t nbytes, const std::string& what) {
   at::Tensor size = at::empty({1}, at::kLong);
   broadcast(size, what + "'s size");
   const int64_t sent = size.item<int64_t>();
-  if (sent < 0 || sent > nbytes * kReceiveHeadroom + 4096)
-    throw TransferError(fmt::format(
-        "broadcast of {}: rank {} is sending {} bytes where {} were announced; not received, and this group cannot go "
-        "on (the sender's broadcast has no receiver): the trainer has to form it again",
-        what, source_rank(), sent, nbytes));
-  at::Tensor bytes = at::empty({sent}, at::TensorOptions(at::kByte).device(device_));
-  {
-    InFlight note(fmt::format("{} ({} bytes announced)", what, nbytes));
-    broadcast_nccl(bytes, what);
+  std::string refusal;
+  at::Tensor bytes;
+  if (sent != nbytes) {
+    refusal = fmt::format("rank {} is sending {} bytes where {} were announced; the tensor it sends must have the "
+                          "dtype and shape its request names",
+                          source_rank(), sent, nbytes);
+  } else {
+    try {
+      bytes = at::empty({sent}, at::TensorOptions(at::kByte).device(device_));
+    } catch (const c10::Error& e) {  // out of memory, mostly
+      refusal = fmt::format("{} bytes do not fit on {} ({}); lower the server's --gpu_memory_utilization or the trainer's bucket_mb",
+                            sent, device_.str(), cause(e));
+    }
   }
-  if (sent != nbytes)
-    throw BroadcastSizeError(fmt::format(
-        "broadcast of {}: rank {} sent {} bytes than the {} announced; the tensor it sends must have the dtype "
-        "and shape its request names (the weights are unchanged)",
-        what, source_rank(), sent > nbytes ? "more" : "fewer", nbytes));
+  const bool all = all_agree(refusal.empty(), what);
+  if (!refusal.empty())
+    throw BroadcastSizeError(fmt::format("broadcast of {}: {} (not received; the weights are unchanged)", what, refusal));
+  if (!all)
+    throw BroadcastSizeError(fmt::format("broadcast of {}: another receiving rank refused it (its log says why); not "
+                                         "received, the weights are unchanged",
+                                         what));
+  InFlight note(fmt::format("{} ({} bytes announced)", what, nbytes));
+  broadcast_nccl(bytes, what);
   return bytes;
+}
+
+bool CommGroup::all_agree(bool mine, const std::string& what) {
+  std::vector<at::Tensor> vote{at::full({1}, mine ? 1 : 0, at::kLong)};
+  c10d::AllreduceOptions opts;
+  opts.reduceOp = c10d::ReduceOp::MIN;
+  opts.timeout = timeout_;
+  try {
+    impl_->group->allreduce(vote, opts)->wait(timeout_);
+  } catch (const std::exception& e) {
+    throw TransferError(fmt::format("agreeing on the broadcast of {} failed or timed out after {:.1f} s: {}", what,
+                                    static_cast<double>(timeout_.count()) / 1000.0, cause(e)));
+  }
+  return vote[0].item<int64_t>() == 1;
 }
 
 // Polled, as the World polls its NCCL collectives: a wait() with a limit

@@ -92,16 +92,18 @@ class CommGroup {
   const at::Device& device() const { return device_; }
 
   // The source rank (the trainer) broadcasts `tensor` (contiguous, on
-  // device()); `what` names the parameter (or bucket) in errors.
+  // device()); `what` names the parameter (or bucket) in errors. Under NCCL,
+  // a receiver's refusal (see receive) is a BroadcastSizeError here too.
   void send(const at::Tensor& tensor, const std::string& what);
   // A receiving rank takes the broadcast that is announced as `nbytes`
   // bytes, as a byte tensor of that size on device(). One that is shorter (by
   // 8 bytes or more) or longer (up to kReceiveHeadroom times the announced
   // size) is a BroadcastSizeError, never a half-written or overrun tensor;
   // beyond that headroom Gloo fails in its own thread (see
-  // transfer_in_flight). Under NCCL the sender's size comes first (over
-  // Gloo): a broadcast past the headroom is a TransferError and the group is
-  // closed, since NCCL cannot skip it.
+  // transfer_in_flight). Under NCCL the sender's size comes first and every
+  // rank agrees to take it (over Gloo) before the broadcast: a size other
+  // than announced, or no room on this rank's GPU, is a BroadcastSizeError on
+  // every rank (send() throws it too), and the group stays in step.
   at::Tensor receive(int64_t nbytes, const std::string& what);
   // Every confusion of dtypes fits: float64 sent where a 1-byte dtype was announced.
   static constexpr int64_t kReceiveHeadroom = 8;
@@ -114,6 +116,7 @@ class CommGroup {
   void broadcast(at::Tensor& bytes, const std::string& what);         // over Gloo
   void broadcast_nccl(at::Tensor& bytes, const std::string& what);    // polled until done or the timeout
   at::Tensor receive_nccl(int64_t nbytes, const std::string& what);
+  bool all_agree(bool mine, const std::string& what);  // over Gloo: whether every rank said yes
   std::unique_ptr<Impl> impl_;
   int rank_, world_size_;
   std::chrono::milliseconds timeout_;

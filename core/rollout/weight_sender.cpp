@@ -1,6 +1,7 @@
 #include "rollout/weight_sender.h"
 
 #include <algorithm>
+#include <optional>
 
 #include <fmt/format.h>
 #include <httplib.h>
@@ -31,19 +32,28 @@ std::string error_text(const httplib::Result& res) {
 }  // namespace
 
 BackendChoice choose_backend(const at::Device& weights, const std::string& weights_uuid,
-                             const std::vector<ServerDevice>& servers, bool nccl_available) {
-  if (!weights.is_cuda()) return {Backend::Gloo, "the weights are in host memory"};
-  if (!nccl_available) return {Backend::Gloo, "this build has no NCCL"};
-  std::vector<std::string> taken{weights_uuid};
-  for (const ServerDevice& s : servers) {
-    if (s.device.rfind("cuda", 0) != 0)
-      return {Backend::Gloo, fmt::format("{} samples on {}: NCCL needs a GPU at both ends", s.url, s.device)};
-    if (s.uuid.empty() || std::find(taken.begin(), taken.end(), s.uuid) != taken.end())
-      return {Backend::Gloo, fmt::format("{} samples on {}, a GPU {}: NCCL takes one rank per GPU", s.url, s.device,
-                                         s.uuid.empty() ? "that does not say which it is" : "another rank is on")};
-    taken.push_back(s.uuid);
-  }
-  return {Backend::Nccl, fmt::format("from {} to {} server GPU(s)", weights.str(), servers.size())};
+                             const std::vector<ServerDevice>& servers, bool nccl_available,
+                             std::optional<Backend> wanted) {
+  if (wanted == Backend::Gloo) return {Backend::Gloo, "weight_backend gloo"};
+  BackendChoice choice = [&]() -> BackendChoice {
+    if (!weights.is_cuda()) return {Backend::Gloo, "the weights are in host memory"};
+    if (!nccl_available) return {Backend::Gloo, "this build has no NCCL"};
+    std::vector<std::string> taken{weights_uuid};
+    for (const ServerDevice& s : servers) {
+      if (s.device.rfind("cuda", 0) != 0)
+        return {Backend::Gloo, fmt::format("{} samples on {}: NCCL needs a GPU at both ends", s.url, s.device)};
+      if (s.uuid.empty() || std::find(taken.begin(), taken.end(), s.uuid) != taken.end())
+        return {Backend::Gloo, fmt::format("{} samples on {}, a GPU {}: NCCL takes one rank per GPU", s.url, s.device,
+                                           s.uuid.empty() ? "that does not say which it is" : "another rank is on")};
+      taken.push_back(s.uuid);
+    }
+    return {Backend::Nccl, fmt::format("from {} to {} server GPU(s)", weights.str(), servers.size())};
+  }();
+  if (wanted == Backend::Nccl && choice.backend != Backend::Nccl)
+    throw TransferError(fmt::format("weight_backend nccl cannot be used: {}; leave weight_backend at auto (Gloo "
+                                    "here) or give every server a GPU of its own",
+                                    choice.why));
+  return choice;
 }
 
 WeightSender::WeightSender(WeightSenderOptions options) : options_(std::move(options)) {
@@ -97,7 +107,7 @@ void WeightSender::connect(const std::string& group_host, int group_port, std::c
   }
   const int trainer_rank = world++;  // the trainer is the last rank
   const std::string uuid = device_uuid(weights);
-  choice_ = choose_backend(weights, uuid, devices, nccl_built());
+  choice_ = choose_backend(weights, uuid, devices, nccl_built(), options_.backend);
   // The first server hosts the store and answers at once; the others then reach it, and this process last.
   for (size_t i = 0; i < servers_.size(); ++i) {
     json body{{"host", group_host},
@@ -115,9 +125,19 @@ void WeightSender::send(const std::string& name, const at::Tensor& tensor) {
   if (!group_) throw TransferError(fmt::format("send '{}': not connected; call connect() first", name));
   post_all("/update_named_param/", spec_json(name, tensor), fmt::format("send '{}'", name));
   at::Tensor buffer = tensor.detach().to(group_->device()).contiguous();  // the source rank only reads it
-  const std::string what = fmt::format("'{}'", name);
-  group_->send(buffer, what);
+  transfer(buffer, fmt::format("'{}'", name));
+}
+
+// The receivers meet the barrier after a refused broadcast too (WeightReceiver::update): so does the sender.
+void WeightSender::transfer(const at::Tensor& bytes, const std::string& what) {
+  std::optional<BroadcastSizeError> refused;
+  try {
+    group_->send(bytes, what);
+  } catch (const BroadcastSizeError& e) {
+    refused = e;
+  }
   group_->barrier(what);
+  if (refused) throw *refused;
 }
 
 void WeightSender::send_bucket(const NamedTensors& tensors) {
@@ -132,9 +152,7 @@ void WeightSender::send_bucket(const NamedTensors& tensors) {
     values.push_back(t.detach());
   }
   post_all("/update_named_params/", json{{"params", params}}, "send " + what);
-  at::Tensor flat = pack_bucket(values, group_->device());
-  group_->send(flat, what);
-  group_->barrier(what);
+  transfer(pack_bucket(values, group_->device()), what);
 }
 
 void WeightSender::send_all(const NamedTensors& tensors, int64_t bucket_bytes) {

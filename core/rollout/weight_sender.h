@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,12 +47,16 @@ struct BackendChoice {
 // NCCL when the weights are on a GPU, this build has NCCL, and every server
 // is on a GPU of its own: neither the trainer's nor another server's (NCCL
 // refuses two ranks on one GPU). Otherwise Gloo, through host memory.
+// `wanted` overrides that: Gloo always; NCCL where it can form, else a
+// TransferError saying why not.
 BackendChoice choose_backend(const at::Device& weights, const std::string& weights_uuid,
-                             const std::vector<ServerDevice>& servers, bool nccl_available);
+                             const std::vector<ServerDevice>& servers, bool nccl_available,
+                             std::optional<Backend> wanted = std::nullopt);
 
 struct WeightSenderOptions {
   std::vector<std::string> base_urls = {"http://127.0.0.1:8000"};  // every server receives every tensor
   std::string api_key;  // sent as Authorization: Bearer when set
+  std::optional<Backend> backend;  // nullopt: choose_backend's choice
 };
 
 class WeightSender {
@@ -96,6 +101,7 @@ class WeightSender {
   nlohmann::json post(Server& server, const std::string& path, const nlohmann::json& body, const std::string& what);
   // The same call to every server.
   void post_all(const std::string& path, const nlohmann::json& body, const std::string& what);
+  void transfer(const at::Tensor& bytes, const std::string& what);  // send, then the barrier, even when refused
 
   WeightSenderOptions options_;
   std::vector<Server> servers_;

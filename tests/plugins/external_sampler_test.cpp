@@ -155,3 +155,34 @@ TEST(ExternalSampler, PushedWeightsReachTheServer) {
   auto health = server.get("/health/");
   EXPECT_EQ(health.body.value("tensors_received", 0), static_cast<int>(4 * n_params)) << health.raw;
 }
+
+// sampler_args weight_backend: gloo carries the push from anywhere; nccl is
+// refused, before anything is sent, where it cannot form (here: weights in
+// host memory), and the next push over Gloo still arrives.
+TEST(ExternalSampler, WeightBackendPicksWhatCarriesThePushOrSaysWhyItCannot) {
+  RolloutProcess server(tiny_model_dir());
+  ASSERT_NE(server.port(), 0);
+  grpo::model::CausalLM trainer = grpo::model::load_model(tiny_model_dir());
+  grpo::trainer::WeightViews views(*trainer);
+  try {
+    external_sampler(server.base_url(), {{"weight_backend", "infiniband"}});
+    ADD_FAILURE() << "weight_backend infiniband was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("weight_backend must be auto, gloo or nccl, got 'infiniband'"),
+              std::string::npos)
+        << e.what();
+  }
+  auto nccl = external_sampler(server.base_url(), {{"weight_backend", "nccl"}});
+  try {
+    nccl->load_weights(views.tensors(), GRPO_WEIGHTS_LAST_BUCKET);
+    ADD_FAILURE() << "weight_backend nccl pushed weights from host memory";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("weight_backend nccl cannot be used: the weights are in host memory"),
+              std::string::npos)
+        << e.what();
+  }
+  auto gloo = external_sampler(server.base_url(), {{"weight_backend", "gloo"}});
+  gloo->load_weights(views.tensors(), GRPO_WEIGHTS_LAST_BUCKET);
+  auto health = server.get("/health/");
+  EXPECT_EQ(health.body.value("tensors_received", 0), static_cast<int>(views.tensors().size())) << health.raw;
+}

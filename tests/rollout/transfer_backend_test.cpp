@@ -40,3 +40,18 @@ TEST(TransferBackend, GlooOtherwiseSayingWhy) {
     EXPECT_NE(choice.why.find(c.why), std::string::npos) << choice.why;
   }
 }
+
+TEST(TransferBackend, WeightBackendGlooIsKeptAndNcclIsRefusedWhereItCannotForm) {
+  const ServerDevice on_trainers_gpu{"http://d:8000", "cuda:0", "GPU-0"};
+  EXPECT_EQ(choose_backend(kGpu0, "GPU-0", {kOnGpu1}, true, Backend::Gloo).backend, Backend::Gloo);
+  EXPECT_EQ(choose_backend(kGpu0, "GPU-0", {kOnGpu1}, true, Backend::Nccl).backend, Backend::Nccl);
+  EXPECT_EQ(choose_backend(kGpu0, "GPU-0", {on_trainers_gpu}, true).backend, Backend::Gloo);  // auto
+  try {
+    choose_backend(kGpu0, "GPU-0", {on_trainers_gpu}, true, Backend::Nccl);
+    ADD_FAILURE() << "weight_backend nccl with the server on the trainer's GPU was accepted";
+  } catch (const grpo::rollout::TransferError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("weight_backend nccl cannot be used"), std::string::npos) << what;
+    EXPECT_NE(what.find("another rank is on"), std::string::npos) << what;
+  }
+}

@@ -40,6 +40,7 @@ struct ExternalSampler {
   int group_port = 51216;
   int64_t bucket_bytes = 0;  // 0: one tensor per call
   double comm_timeout_s = 300;
+  std::optional<grpo::rollout::Backend> weight_backend;  // sampler_args weight_backend; unset: auto
   int max_concurrency = 16;  // per server
 
   std::vector<std::string> urls() const {
@@ -107,6 +108,10 @@ grpo_status create(const grpo_host_api* host_api, grpo_str config, grpo_sampler_
     s->group_port = static_cast<int>(o.get_int("group_port", 51216));
     s->bucket_bytes = static_cast<int64_t>(o.get_double("bucket_mb", 256) * 1024 * 1024);
     s->comm_timeout_s = o.get_double("comm_timeout_s", 300);
+    if (const std::string b = o.get_string("weight_backend", "auto"); b != "auto") {
+      s->weight_backend = grpo::rollout::backend_from_name(b);
+      if (!s->weight_backend) throw grpo::Error("weight_backend must be auto, gloo or nccl, got '" + b + "'");
+    }
     s->max_concurrency = std::max<int>(1, static_cast<int>(o.get_int("max_concurrency", 16)));
     // /generate/ answers token ids only: the model's tokenizer gives the text rewards read.
     const std::string tok_path = o.get_string("tokenizer", o.get_string("model", ""));
@@ -251,6 +256,7 @@ grpo_status load_weights(grpo_sampler_instance* self, const grpo_named_tensor* t
         grpo::rollout::WeightSenderOptions wo;
         wo.base_urls = s->urls();
         wo.api_key = s->servers.front()->options().api_key;
+        wo.backend = s->weight_backend;
         s->sender = std::make_unique<grpo::rollout::WeightSender>(wo);
       }
       grpo::rollout::NamedTensors named;
@@ -305,6 +311,7 @@ const char* kOptions = R"json([
   {"name": "group_port", "type": "int", "default": 51216, "help": "port of the weight-transfer store the server hosts"},
   {"name": "bucket_mb", "type": "float", "default": 256, "help": "weights per broadcast in MiB (0: one call per parameter)"},
   {"name": "comm_timeout_s", "type": "float", "default": 300, "help": "limit of each weight-transfer step"},
+  {"name": "weight_backend", "type": "string", "default": "auto", "help": "what carries pushed weights: auto (NCCL when every server has a GPU of its own, else Gloo), gloo or nccl"},
   {"name": "max_concurrency", "type": "int", "default": 16, "help": "/generate/ calls in flight at once, per server"},
   {"name": "model", "type": "string", "default": null, "help": "model directory whose tokenizer decodes completions"},
   {"name": "tokenizer", "type": "string", "default": null, "help": "tokenizer directory or tokenizer.json (default: the model's)"}])json";
