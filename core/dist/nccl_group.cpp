@@ -12,6 +12,8 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include "dist/exit_deadline.h"
+
 namespace grpo::dist {
 
 #if defined(GRPO_WITH_CUDA) && defined(USE_C10D_NCCL)
@@ -22,7 +24,15 @@ c10::intrusive_ptr<c10d::Backend> make_nccl_group(const c10::intrusive_ptr<c10d:
   options->timeout = timeout;
   auto group = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size, options);
   // The communicator now, on this rank's GPU: a rank that cannot reach the
-  // others fails here, at the start, instead of at its first gradient.
+  // others fails here, at the start, instead of at its first gradient. Every
+  // rank has reached the store by now, so what can still stall is NCCL's own
+  // bootstrap, which no timeout of ours reaches.
+  ExitDeadline deadline(
+      timeout, fmt::format("joining the NCCL group as rank {} of {} on {}: NCCL's bootstrap did not connect the ranks; "
+                           "set NCCL_SOCKET_IFNAME to a network interface every rank reaches (NCCL_DEBUG=INFO names "
+                           "the ones it tried), or leave device tensors to Gloo (--ddp_backend gloo for training, "
+                           "sampler_args {{\"weight_backend\": \"gloo\"}} for the push to rollout servers)",
+                           rank, size, device.str()));
   group->eagerConnectSingleDevice(device);
   return group;
 }

@@ -24,7 +24,8 @@ namespace grpo::dist {
 
 // The group of `size` ranks over `store`, each on its GPU `device`; null in
 // a build without CUDA. `timeout` bounds NCCL's own watchdog, a backstop
-// behind the World's (which names the rank that stopped, and aborts).
+// behind the World's (which names the rank that stopped, and aborts), and
+// forming the communicator: past it the process exits saying so (ExitDeadline).
 c10::intrusive_ptr<c10d::Backend> make_nccl_group(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                                   at::Device device, std::chrono::milliseconds timeout);
 
