@@ -78,13 +78,19 @@ int64_t move_module(torch::nn::Module& module, const at::Device& device) {
 
 ParkedGradients::ParkedGradients(std::vector<at::Tensor> params, bool all_zero)
     : params_(std::move(params)), host_(params_.size()), had_gradient_(params_.size()), all_zero_(all_zero) {
-  for (size_t i = 0; i < params_.size(); ++i) {
-    at::Tensor& grad = params_[i].mutable_grad();
-    had_gradient_[i] = grad.defined();
-    if (!grad.defined()) continue;
-    bytes_ += bytes_of(grad);
-    if (!all_zero_) host_[i] = host_copy(grad);
-    grad.reset();  // freed once the copy has run: the allocator orders its reuse after it
+  size_t i = 0;
+  try {
+    for (; i < params_.size(); ++i) {
+      at::Tensor& grad = params_[i].mutable_grad();
+      if (!grad.defined()) continue;
+      if (!all_zero_) host_[i] = host_copy(grad);
+      had_gradient_[i] = true;
+      bytes_ += bytes_of(grad);
+      grad.reset();  // freed once the copy has run: the allocator orders its reuse after it
+    }
+  } catch (...) {  // host memory ran out: what was parked goes back, the rest never left
+    restore();
+    throw;
   }
 }
 
@@ -102,7 +108,12 @@ AwayForSampling::AwayForSampling(torch::nn::Module* reference, const at::Device&
                                  bool gradients_zero)
     : reference_(reference), home_(home) {
   if (reference_) bytes_ += move_module(*reference_, at::kCPU);
-  gradients_.emplace(std::move(params), gradients_zero);
+  try {
+    gradients_.emplace(std::move(params), gradients_zero);
+  } catch (...) {  // no destructor runs for a constructor that throws: the reference goes back here
+    restore();
+    throw;
+  }
   bytes_ += gradients_->bytes();
 }
 
