@@ -147,15 +147,16 @@ CausalLM make_model(at::ScalarType dtype) {
     lm->to(g_device);
     return lm;
   }
-  CausalLM lm(ModelConfig::from_json(preset_config("qwen2", g_shape, 512), g_shape));
+  const ModelConfig config = ModelConfig::from_json(preset_config("qwen2", g_shape, 512), g_shape);
   if (g_device.is_cpu()) {
+    CausalLM lm = build_empty(config, at::kCPU, at::kFloat);
     init_weights(*lm, 0);
     lm->to(g_device, dtype);
     return lm;
   }
   // On a GPU the weights are drawn there (init_weights draws on the CPU, minutes for 7B):
   // the same distribution, other values.
-  lm->to(g_device, dtype);
+  CausalLM lm = build_empty(config, g_device, dtype);
   torch::NoGradGuard no_grad;
   for (auto& item : lm->named_parameters()) {
     at::Tensor& p = item.value();

@@ -48,7 +48,7 @@ std::string make_model(const std::string& preset) {
   std::filesystem::create_directories(dir);
   tok::write_byte_level_tokenizer(dir);
   json config = model::preset_config("qwen2", preset, tok::kByteTokenizerVocabSize);
-  model::CausalLM lm(model::ModelConfig::from_json(config, preset));
+  model::CausalLM lm = model::build_empty(model::ModelConfig::from_json(config, preset), at::kCPU, at::kFloat);
   model::init_weights(*lm, 0);
   model::save_model(*lm, dir);
   return dir;

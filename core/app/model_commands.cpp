@@ -130,7 +130,8 @@ int run_init_model_command(const std::vector<std::string>& args) {
   }
   if (auto eos = tokenizer.eos_id()) json["eos_token_id"] = *eos;
   if (auto bos = tokenizer.bos_id()) json["bos_token_id"] = *bos;
-  model::CausalLM lm(model::ModelConfig::from_json(json, (dir / "config.json").string()));
+  model::CausalLM lm =  // init_weights draws every weight: nothing is drawn before it
+      model::build_empty(model::ModelConfig::from_json(json, (dir / "config.json").string()), at::kCPU, at::kFloat);
   model::init_weights(*lm, static_cast<uint64_t>(parsed.config.get_int("seed")));
   model::save_model(*lm, dir.string());
   int64_t params = 0;

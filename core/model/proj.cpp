@@ -8,12 +8,14 @@
 #include <string>
 
 #include "model/cpu_small_matmul.h"
+#include "model/skip_init.h"
 
 namespace grpo::model {
 
 ProjImpl::ProjImpl(int64_t in_features, int64_t out_features, bool bias_) {
   weight = register_parameter("weight", at::empty({out_features, in_features}));
   if (bias_) bias = register_parameter("bias", at::empty({out_features}));
+  if (init_skipped()) return;
   // torch::nn::Linear's initialisation, in the same order of random draws.
   torch::nn::init::kaiming_uniform_(weight, std::sqrt(5.0));
   if (bias.defined()) {

@@ -9,6 +9,7 @@
 #include "model/cpu_kernels.h"
 #include "model/cpu_small_matmul.h"
 #include "model/rope.h"
+#include "model/skip_init.h"
 #include "model/torch_compat.h"
 
 namespace grpo::model {
@@ -95,7 +96,9 @@ at::Tensor DecoderLayerImpl::forward(const at::Tensor& x, const at::Tensor& cos,
 }
 
 DecoderImpl::DecoderImpl(const ModelConfig& c) {
-  embed_tokens = register_module("embed_tokens", nn::Embedding(c.vocab_size, c.hidden_size));
+  nn::EmbeddingOptions embedding(c.vocab_size, c.hidden_size);
+  if (init_skipped()) embedding._weight(at::empty({c.vocab_size, c.hidden_size}));  // taken as it is, not drawn
+  embed_tokens = register_module("embed_tokens", nn::Embedding(embedding));
   layers = register_module("layers", nn::ModuleList());
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) layers->push_back(DecoderLayer(c));
   norm = register_module("norm", RMSNorm(c.hidden_size, c.rms_norm_eps));
@@ -103,9 +106,17 @@ DecoderImpl::DecoderImpl(const ModelConfig& c) {
 
 CausalLMImpl::CausalLMImpl(ModelConfig config) : config_(std::move(config)) {
   model = register_module("model", Decoder(config_));
-  if (!config_.tie_word_embeddings)
-    lm_head =
-        register_module("lm_head", nn::Linear(nn::LinearOptions(config_.hidden_size, config_.vocab_size).bias(false)));
+  if (!config_.tie_word_embeddings) {
+    const nn::LinearOptions head = nn::LinearOptions(config_.hidden_size, config_.vocab_size).bias(false);
+    if (init_skipped()) {
+      // nn::Linear always draws its weight: built empty ([0, 1] draws nothing), then given its shape.
+      lm_head = register_module("lm_head", nn::Linear(nn::LinearOptions(1, 0).bias(false)));
+      lm_head->weight.set_data(at::empty({config_.vocab_size, config_.hidden_size}));
+      lm_head->options = head;
+    } else {
+      lm_head = register_module("lm_head", nn::Linear(head));
+    }
+  }
   inv_freq_ = register_buffer("inv_freq", rope_inv_freq(config_));
 }
 

@@ -10,6 +10,7 @@
 
 #include "model/checkpoint_files.h"
 #include "model/lora.h"
+#include "model/skip_init.h"
 
 namespace grpo::model {
 
@@ -108,20 +109,27 @@ void load_weights(CausalLMImpl& model, const CheckpointFiles& files) {
   }
 }
 
+CausalLM build_empty(const ModelConfig& config, const at::Device& device, at::ScalarType dtype) {
+  CausalLM model = [&] {
+    SkipInit skip;
+    return CausalLM(config);
+  }();
+  empty_on(*model, device, dtype);
+  return model;
+}
+
 CausalLM load_model(const std::string& dir, at::ScalarType dtype, at::Device device) {
   ModelConfig config = ModelConfig::load((fs::path(dir) / "config.json").string());
   CheckpointFiles files = CheckpointFiles::open(dir);
-  CausalLM model(config);
-  model->to(device, dtype);
-  load_weights(*model, files);
+  CausalLM model = build_empty(config, device, dtype);
+  load_weights(*model, files);  // every parameter: check_tensors has made sure the files have them all
   return model;
 }
 
 CausalLM copy_model(CausalLMImpl& model) {
   torch::NoGradGuard no_grad;
-  CausalLM copy(model.config());
   const at::Tensor first = model.parameters().at(0);
-  copy->to(first.device(), first.scalar_type());
+  CausalLM copy = build_empty(model.config(), first.device(), first.scalar_type());
   auto from = model.named_parameters();
   for (auto& item : copy->named_parameters()) {
     item.value().copy_(from[item.key()]);

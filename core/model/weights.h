@@ -32,9 +32,14 @@ TensorView writable_view(std::string name, const at::Tensor& t);
 // part of a base checkpoint: they keep their values.
 void load_weights(CausalLMImpl& model, const CheckpointFiles& files);
 
+// The model of `config` with uninitialised parameters of `dtype` on
+// `device`, no value drawn (model/skip_init.h): for a caller that fills every
+// parameter next.
+CausalLM build_empty(const ModelConfig& config, const at::Device& device, at::ScalarType dtype);
+
 // Loads a Hugging Face model directory (config.json + safetensors).
 // dtype: the parameters' dtype (the checkpoint's is converted); device: where
-// they live (the files are read straight into them).
+// they live (the files are read straight into them, no value drawn first).
 CausalLM load_model(const std::string& dir, at::ScalarType dtype = at::kFloat, at::Device device = at::kCPU);
 
 // A model of its own holding a copy of `model`'s base weights (LoRA adapters

@@ -55,8 +55,8 @@ RewardModel::RewardModel(const std::string& dir, at::ScalarType dtype, at::Devic
   // The body is the causal LM's; its head is `score`, not lm_head.
   config["architectures"] = {arch.substr(0, arch.size() - suffix.size()) + "ForCausalLM"};
   config["tie_word_embeddings"] = true;
-  body_ = model::CausalLM(model::ModelConfig::from_json(config, (fs::path(dir) / "config.json").string()));
-  body_->to(dtype);
+  body_ = model::build_empty(model::ModelConfig::from_json(config, (fs::path(dir) / "config.json").string()), device,
+                             dtype);
   const model::CheckpointFiles files = model::CheckpointFiles::open(dir);
   model::load_weights(*body_, files);
   const model::TensorView* score = files.find("score.weight");
@@ -65,7 +65,6 @@ RewardModel::RewardModel(const std::string& dir, at::ScalarType dtype, at::Devic
   if (head_.dim() != 2 || head_.size(0) != 1 || head_.size(1) != body_->config().hidden_size)
     throw CheckpointError("--reward_model " + dir + ": score.weight has shape " + c10::str(head_.sizes()) +
                           ", expected [1, " + std::to_string(body_->config().hidden_size) + "]");
-  body_->to(device);
   head_ = head_.to(device);
   body_->eval();
   for (auto& p : body_->parameters()) p.set_requires_grad(false);
