@@ -1,6 +1,7 @@
 #include "model/decode_graphs.h"
 
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -8,6 +9,8 @@
 #ifdef GRPO_WITH_CUDA
 #include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGraph.h>
+#include <ATen/core/CachingHostAllocator.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
@@ -19,9 +22,43 @@ namespace grpo::model {
 struct DecodeGraphs::Impl {
   bool enabled;
   std::map<std::pair<int64_t, int64_t>, std::unique_ptr<at::cuda::CUDAGraph>> graphs;
+  // One pool for the graphs held now: a pool whose graphs are all gone is
+  // not taken again (the allocators assert it still has users), so clear()
+  // starts the next capture on a fresh one.
   at::cuda::MempoolId_t pool{0, 0};
+  // Every capture on one stream: the allocator hands a freed block again only
+  // to its own stream, so graphs captured on one stream share their
+  // temporaries (they never run at once: replays are ordered on the caller's
+  // stream) and the pool holds the largest step's, not the sum of all.
+  std::optional<c10::cuda::CUDAStream> side;
   int64_t replays = 0;
 };
+
+namespace {
+
+// After a capture that threw part-way: the stream out of capture mode and
+// both allocators no longer routing its allocations to the pool, so that the
+// stream and the GPU stay usable. Each step may already be done, or never
+// begun: whatever fails here is left as it is.
+void abandon_capture(const c10::cuda::CUDAStream& stream, at::cuda::MempoolId_t pool) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream.stream(), &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
+    cudaGraph_t partial = nullptr;
+    cudaStreamEndCapture(stream.stream(), &partial);  // an invalidated capture ends with an error
+    if (partial) cudaGraphDestroy(partial);
+  }
+  (void)cudaGetLastError();
+  try {
+    c10::cuda::CUDACachingAllocator::endAllocateToPool(stream.device_index(), pool);
+  } catch (const std::exception&) {  // capture_end had done it, or capture_begin never did
+  }
+  try {
+    at::getHostAllocator(at::kCUDA)->end_allocate_to_pool(pool);
+  } catch (const std::exception&) {
+  }
+}
+
+}  // namespace
 
 void DecodeGraphs::step(SlotDecoder& decoder, int64_t b, int64_t span, at::Device device) {
   if (!impl_->enabled || !device.is_cuda()) return decoder.step(b, span);
@@ -33,7 +70,9 @@ void DecodeGraphs::step(SlotDecoder& decoder, int64_t b, int64_t span, at::Devic
   }
   c10::cuda::CUDAGuard on_device(device);
   const c10::cuda::CUDAStream caller = c10::cuda::getCurrentCUDAStream(device.index());
-  const c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(false, device.index());
+  if (!impl_->side || impl_->side->device_index() != device.index())
+    impl_->side = c10::cuda::getStreamFromPool(false, device.index());
+  const c10::cuda::CUDAStream side = *impl_->side;
   at::cuda::CUDAEvent ready, finished;
   ready.record(caller);  // what the caller queued (the rows' admission) comes first
   ready.block(side);
@@ -50,6 +89,9 @@ void DecodeGraphs::step(SlotDecoder& decoder, int64_t b, int64_t span, at::Devic
     } catch (const std::exception& e) {
       // An operation of the step that cannot be captured (one that waits for
       // the host): the way out is the same step without graphs.
+      abandon_capture(side, impl_->pool);
+      graph.reset();
+      impl_->pool = {0, 0};  // a pool left mid-capture is not used again
       const std::string what = e.what();
       throw std::runtime_error("capturing the decoding step of " + std::to_string(b) + " rows over " +
                                std::to_string(span) + " positions as a CUDA graph failed: " +
@@ -62,7 +104,10 @@ void DecodeGraphs::step(SlotDecoder& decoder, int64_t b, int64_t span, at::Devic
   finished.block(caller);
 }
 
-void DecodeGraphs::clear() { impl_->graphs.clear(); }
+void DecodeGraphs::clear() {
+  impl_->graphs.clear();
+  impl_->pool = {0, 0};
+}
 
 #else  // No CUDA in this build: every step runs eagerly.
 
