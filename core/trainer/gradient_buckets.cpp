@@ -33,7 +33,9 @@ at::Tensor flat_gradients(const std::vector<at::Tensor>& params, ParamRange rang
   std::vector<at::Tensor> parts;
   for (size_t i = range.first; i < range.second; ++i) {
     const at::Tensor& g = params[i].grad();
-    parts.push_back(g.defined() ? g.detach().reshape({-1}).to(at::kFloat) : at::zeros({params[i].numel()}, at::kFloat));
+    // A missing gradient's zeros on its parameter's device: the bucket is one device's tensor (NCCL's, or Gloo's on the CPU).
+    parts.push_back(g.defined() ? g.detach().reshape({-1}).to(at::kFloat)
+                                : at::zeros({params[i].numel()}, params[i].options().dtype(at::kFloat)));
   }
   return at::cat(parts).contiguous();
 }
