@@ -4,6 +4,8 @@
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include <cstdlib>
+
 #ifdef GRPO_WITH_CUDA
 #include <cuda_runtime_api.h>
 #endif
@@ -20,6 +22,11 @@ namespace grpo::dist {
 
 c10::intrusive_ptr<c10d::Backend> make_nccl_group(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                                   at::Device device, std::chrono::milliseconds timeout) {
+  // On a failed or stalled collective NCCL's watchdog would end the process
+  // from its own thread (TORCH_NCCL_ASYNC_ERROR_HANDLING's default, 3), before
+  // the World's polled wait names the rank that stopped and the run saves its
+  // checkpoint: 2 has it abort the communicator only. A user's setting wins.
+  setenv("TORCH_NCCL_ASYNC_ERROR_HANDLING", "2", /*overwrite=*/0);
   auto options = c10d::ProcessGroupNCCL::Options::create();
   options->timeout = timeout;
   auto group = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size, options);

@@ -113,10 +113,7 @@ void World::fail(const std::string& collective, const std::string& what, double 
   // A collective that will not finish leaves NCCL's kernels waiting on the
   // device: aborting the communicator releases them, so the process can
   // save and exit instead of hanging in the communicator's destructor.
-  if (impl_ && impl_->nccl && !impl_->nccl_aborted) {
-    impl_->nccl->abort();
-    impl_->nccl_aborted = true;
-  }
+  if (impl_) impl_->abort_nccl();
   throw CollectiveError(fmt::format("rank {}: the {} of {} failed after {:.1f} s (--ddp_timeout {:.0f} s): {}; {}",
                                     rank_, collective, what, util::now_s() - started_s,
                                     static_cast<double>(timeout_.count()) / 1000.0, who, cause_text));

@@ -10,7 +10,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
+#include <exception>
 #include <mutex>
 #include <thread>
 
@@ -60,7 +62,8 @@ struct World::Impl {
   c10::intrusive_ptr<c10d::TCPStore> store;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> train, rollout;
   c10::intrusive_ptr<c10d::Backend> nccl;  // ranks on GPUs: the training channel's device tensors
-  bool nccl_aborted = false;
+  // Set by whichever thread fails first (the rollout thread's Gloo collectives included).
+  std::atomic<bool> nccl_aborted{false};
 
   // The heartbeat: its own store connection, bumping hb/<rank> every kBeat.
   c10::intrusive_ptr<c10d::TCPStore> beat_store;
@@ -73,8 +76,24 @@ struct World::Impl {
   // The group that carries `tensors` on `c`: NCCL for the training
   // channel's GPU tensors where the world has it, else Gloo.
   c10d::Backend& group(Channel c, const std::vector<at::Tensor>& tensors) {
-    if (c == Channel::Train && nccl_serves(nccl, tensors)) return *nccl;
+    if (c == Channel::Train && nccl_serves(nccl, tensors)) {
+      // An aborted communicator would be formed again, lazily, by a blocking init that no other rank joins.
+      if (nccl_aborted)
+        throw CollectiveError(fmt::format("rank {}: the NCCL group was aborted after an earlier collective failed "
+                                          "(the first error above says which)",
+                                          env.rank));
+      return *nccl;
+    }
     return group(c);
+  }
+
+  // Frees this rank from NCCL without the others (a clean shutdown waits for them).
+  void abort_nccl() {
+    if (!nccl || nccl_aborted.exchange(true)) return;
+    try {
+      nccl->abort();
+    } catch (const std::exception&) {  // the failure that led here is what gets reported
+    }
   }
 
   void start_heartbeat() {
@@ -135,7 +154,9 @@ struct World::Impl {
   }
 
   ~Impl() {
-    // NCCL's communicators are destroyed in order (an aborted one is gone already).
+    // NCCL's communicators are destroyed in order (an aborted one is gone already). Leaving on an
+    // error, the other ranks may never come to a clean shutdown, which waits for them: abort.
+    if (std::uncaught_exceptions() > 0) abort_nccl();
     if (nccl && !nccl_aborted) {
       try {
         nccl->shutdown();

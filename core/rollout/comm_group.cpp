@@ -154,6 +154,17 @@ struct CommGroup::Impl {
   c10::intrusive_ptr<c10d::Backend> nccl;  // Backend::Nccl: the tensors' group
   bool nccl_aborted = false;
 
+  // Frees this rank from the communicator without its peers (a clean
+  // shutdown waits for them): after a failure, or with a peer gone.
+  void abort_nccl() {
+    if (!nccl || nccl_aborted) return;
+    nccl_aborted = true;
+    try {
+      nccl->abort();
+    } catch (const std::exception&) {  // what follows reports the failure that led here
+    }
+  }
+
   ~Impl() {
     if (!nccl || nccl_aborted) return;
     try {
@@ -353,8 +364,7 @@ void CommGroup::broadcast_nccl(at::Tensor& bytes, const std::string& what) {
     auto work = impl_->nccl->broadcast(tensors, opts);
     while (!work->isCompleted()) {
       if (util::now_s() - start > timeout_s) {
-        impl_->nccl->abort();
-        impl_->nccl_aborted = true;
+        impl_->abort_nccl();
         throw TransferError(fmt::format("broadcast of {} ({} bytes) over NCCL from rank {} did not finish in {:.1f} s: "
                                         "a rank stopped or is gone; the group is aborted",
                                         what, bytes.numel(), source_rank(), timeout_s));
@@ -365,12 +375,13 @@ void CommGroup::broadcast_nccl(at::Tensor& bytes, const std::string& what) {
   } catch (const TransferError&) {
     throw;
   } catch (const std::exception& e) {
-    impl_->nccl->abort();  // a failed communicator is aborted, never shut down as if healthy
-    impl_->nccl_aborted = true;
+    impl_->abort_nccl();  // a failed communicator is aborted, never shut down as if healthy
     throw TransferError(fmt::format("broadcast of {} ({} bytes) over NCCL from rank {} failed: {}", what,
                                     bytes.numel(), source_rank(), cause(e)));
   }
 }
+
+void CommGroup::abandon() { impl_->abort_nccl(); }
 
 void CommGroup::barrier(const std::string& what) {
   c10d::BarrierOptions opts;

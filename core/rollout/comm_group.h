@@ -90,6 +90,9 @@ class CommGroup {
   Backend backend() const { return backend_; }
   // Where broadcast tensors live: this rank's GPU under NCCL, else the CPU.
   const at::Device& device() const { return device_; }
+  // Under NCCL, the communicator aborted now, so that closing the group does
+  // not wait for peers that will not close theirs (a server gone).
+  void abandon();
 
   // The source rank (the trainer) broadcasts `tensor` (contiguous, on
   // device()); `what` names the parameter (or bucket) in errors. Under NCCL,

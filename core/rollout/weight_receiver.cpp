@@ -60,6 +60,7 @@ void WeightReceiver::loop() {
     if (failure && !error_) error_ = failure;
     changed_.notify_all();
   }
+  if (group_) group_->abandon();  // the server is going: no clean teardown that waits for the trainer
   group_.reset();
 }
 
@@ -90,6 +91,9 @@ void WeightReceiver::init(const std::string& host, int port, int world_size, int
         return;
       }
     }
+    // A group still open here was never closed by its trainer (POST /close_communicator/): that trainer
+    // is gone, and a clean teardown would wait for it for ever.
+    if (group_) group_->abandon();
     group_.reset();
     connected_ = false;
     spdlog::info("weight transfer: {} the group at {}:{} as rank {} of {}, over {}", rank == 0 ? "hosting" : "joining",

@@ -1,6 +1,7 @@
 #include "rollout/weight_sender.h"
 
 #include <algorithm>
+#include <exception>
 #include <optional>
 
 #include <fmt/format.h>
@@ -174,9 +175,20 @@ void WeightSender::send_all(const NamedTensors& tensors, int64_t bucket_bytes) {
 
 void WeightSender::reset_prefix_cache() { post_all("/reset_prefix_cache/", json::object(), "reset_prefix_cache"); }
 
+// The servers are told first: each closes its end on its own thread while
+// this one closes its own, since NCCL's teardown waits for every rank of the
+// node to take part. A server that cannot be told will not: this end is
+// aborted instead of waiting for it.
 void WeightSender::close() {
+  std::exception_ptr failed;
+  try {
+    post_all("/close_communicator/", json::object(), "close");
+  } catch (...) {
+    failed = std::current_exception();
+    if (group_) group_->abandon();
+  }
   group_.reset();
-  post_all("/close_communicator/", json::object(), "close");
+  if (failed) std::rethrow_exception(failed);
 }
 
 }  // namespace grpo::rollout
