@@ -120,6 +120,16 @@ CausalLMImpl::CausalLMImpl(ModelConfig config) : config_(std::move(config)) {
   inv_freq_ = register_buffer("inv_freq", rope_inv_freq(config_));
 }
 
+void CausalLMImpl::to(torch::Device device, torch::Dtype dtype, bool non_blocking) {
+  torch::nn::Module::to(device, dtype, non_blocking);
+  inv_freq_.set_data(rope_inv_freq(config_).to(device));
+}
+
+void CausalLMImpl::to(torch::Dtype dtype, bool non_blocking) {
+  torch::nn::Module::to(dtype, non_blocking);
+  inv_freq_.set_data(rope_inv_freq(config_).to(inv_freq_.device()));
+}
+
 KvCache CausalLMImpl::new_cache() const { return KvCache{}; }
 
 namespace {

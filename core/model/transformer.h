@@ -108,6 +108,13 @@ class CausalLMImpl : public torch::nn::Module {
 
   const ModelConfig& config() const { return config_; }
 
+  // As Module::to, but the rotary frequencies stay float32 (as Hugging Face
+  // keeps them): rounded to bfloat16, a position's angle drifts by radians
+  // within a few thousand tokens.
+  using torch::nn::Module::to;
+  void to(torch::Device device, torch::Dtype dtype, bool non_blocking = false) override;
+  void to(torch::Dtype dtype, bool non_blocking = false) override;
+
   Decoder model{nullptr};
   torch::nn::Linear lm_head{nullptr};  // null when tied
 

@@ -10,6 +10,7 @@
 #include <functional>
 
 #include "model/presets.h"
+#include "model/rope.h"
 #include "model/skip_init.h"
 #include "model/weights.h"
 
@@ -97,4 +98,19 @@ TEST(LoadModel, SkipInitEndsWithItsScopeAndNests) {
     EXPECT_TRUE(model::init_skipped());
   }
   EXPECT_FALSE(model::init_skipped());
+}
+
+// Hugging Face keeps RoPE's inv_freq in float32 whatever the weights' dtype:
+// rounded to bfloat16, the angles drift by radians within a few thousand positions.
+TEST(LoadModel, RotaryFrequenciesStayFloat32InABfloat16Model) {
+  model::CausalLM lm = model::load_model(GRPO_TEST_DATA_DIR "/tiny-qwen2", at::kBFloat16);
+  const at::Tensor exact = model::rope_inv_freq(lm->config());
+  auto inv_freq = [&] { return lm->named_buffers()["inv_freq"]; };
+  EXPECT_EQ(inv_freq().scalar_type(), at::kFloat);
+  EXPECT_TRUE(at::equal(inv_freq(), exact));
+  lm->to(at::kHalf);
+  EXPECT_TRUE(at::equal(inv_freq(), exact));
+  lm->to(at::kCPU, at::kBFloat16);
+  EXPECT_TRUE(at::equal(inv_freq(), exact));
+  EXPECT_EQ(lm->parameters().front().scalar_type(), at::kBFloat16);
 }
