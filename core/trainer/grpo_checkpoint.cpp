@@ -65,10 +65,12 @@ void save_archive(const Value& value, const fs::path& file) {
   if (error != 0) throw std::runtime_error(name + ": " + std::strerror(error));
 }
 
+// Onto `device`, not the device the tensors were saved from: that GPU may
+// not be this process's, or there may be none (a resume with --use_cpu).
 template <class Value>
-void load_archive(Value& value, const fs::path& file, const char* holds) {
+void load_archive(Value& value, const fs::path& file, const char* holds, const at::Device& device = at::kCPU) {
   try {
-    torch::load(value, file.string());
+    torch::load(value, file.string(), device);
   } catch (const std::exception& e) {
     damaged(file, std::string("cannot be read as ") + holds + " (" + first_line(e) + ")");
   }
@@ -134,8 +136,11 @@ void GrpoTrainer::save_checkpoint(bool gather_shards) {
         } else {
           save_archive(*policy_.optimizer, fs::path(tmp) / "optimizer.pt");
         }
-        // LoRA dropout draws from the default generator: resume its sequence too.
+        // LoRA dropout draws from the default generator of the weights' device: resume its sequence too.
         save_archive(at::globalContext().defaultGenerator(at::kCPU).get_state(), fs::path(tmp) / "rng_state.pt");
+        if (s_.model.device.is_cuda())
+          save_archive(at::globalContext().defaultGenerator(s_.model.device).get_state(),
+                       fs::path(tmp) / "rng_state_cuda.pt");
       });
 }
 
@@ -183,7 +188,7 @@ void GrpoTrainer::resume_from(const std::string& dir) {
                  "moments restart from zero",
                  dir, world_.rank());
   } else {
-    load_archive(*policy_.optimizer, optimizer_path, "AdamW's state for this model");
+    load_archive(*policy_.optimizer, optimizer_path, "AdamW's state for this model", s_.model.device);
     // Onto the parameters' devices, wherever it was saved from (host memory under --offload_optimizer).
     optimizer_state_to_devices(*policy_.optimizer);
   }
@@ -195,6 +200,17 @@ void GrpoTrainer::resume_from(const std::string& dir) {
       generator.set_state(rng);
     } catch (const std::exception& e) {
       damaged(fs::path(dir) / "rng_state.pt", "not a CPU generator's state (" + first_line(e) + ")");
+    }
+  }
+  // A run resumed on the CPU draws nothing on a GPU: the GPU's state is for a GPU run.
+  if (s_.model.device.is_cuda() && fs::exists(fs::path(dir) / "rng_state_cuda.pt")) {
+    at::Tensor rng;
+    load_archive(rng, fs::path(dir) / "rng_state_cuda.pt", "a random generator's state");
+    at::Generator generator = at::globalContext().defaultGenerator(s_.model.device);  // a handle to it
+    try {
+      generator.set_state(rng);
+    } catch (const std::exception& e) {
+      damaged(fs::path(dir) / "rng_state_cuda.pt", "not a CUDA generator's state (" + first_line(e) + ")");
     }
   }
   spdlog::info("resumed from {} at step {}", dir, policy_.global_step);
