@@ -126,6 +126,7 @@ class Engine {
   EngineOptions options_;
   DecodeStats stats_;
   std::unique_ptr<SlotDecoder> slots_;
+  bool slots_cut_by_memory_ = false;  // slots_ has fewer slots than asked: the budget held no more
   std::unique_ptr<DecodeGraphs> graphs_;
   std::vector<const void*> captured_weights_;  // the parameters' storage the graphs read
   PrefixStore kept_{int64_t{2} << 30};  // at most 2 GiB of keys and values

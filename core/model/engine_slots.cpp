@@ -43,7 +43,11 @@ bool same_filters(const SamplingParams& a, const SamplingParams& b) {
 }  // namespace
 
 // A decoder large enough for this call, kept for the next ones: its shape
-// only grows, so the graphs captured for it stay valid across calls.
+// only grows, so the graphs captured for it stay valid across calls. On a GPU
+// the memory budget may hold fewer slots than asked: a decoder cut to that
+// count still serves calls that ask for more (the budget holds no more), and a
+// kept shape that would cost this call slots (one earlier call's long
+// capacity) gives way to this call's own.
 SlotDecoder& Engine::slot_decoder(const EngineCall& call) {
   const at::TensorOptions weights = model_->model->embed_tokens->weight.options();
   const auto rows = static_cast<int64_t>(call.out.size());
@@ -59,38 +63,49 @@ SlotDecoder& Engine::slot_decoder(const EngineCall& call) {
   need.stop_width = round_up(stop_width, 4);
   need.top_logprobs = std::min(call.params.top_logprobs, model_->config().vocab_size);
   need.seen = call.params.repetition_penalty != 1.0;
-  if (slots_ && same_filters(slots_->params(), call.params) && slots_->shape().holds(need)) {
+  SlotShape served = need;
+  if (slots_ && slots_cut_by_memory_) served.slots = std::min(served.slots, slots_->shape().slots);
+  if (slots_ && same_filters(slots_->params(), call.params) && slots_->shape().holds(served)) {
     std::vector<const void*> storage = storage_of(model_);
     if (storage != captured_weights_) graphs_->clear();  // weights replaced, not updated in place
     captured_weights_ = std::move(storage);
     return *slots_;
   }
-  if (slots_ && slots_->shape().top_logprobs == need.top_logprobs && slots_->shape().seen == need.seen) {
-    need.slots = std::max(need.slots, slots_->shape().slots);
-    need.capacity = std::max(need.capacity, slots_->shape().capacity);
-    need.max_new = std::max(need.max_new, slots_->shape().max_new);
-    need.stop_width = std::max(need.stop_width, slots_->shape().stop_width);
+  SlotShape merged = need;
+  const bool can_merge = slots_ && slots_->shape().top_logprobs == need.top_logprobs && slots_->shape().seen == need.seen;
+  if (can_merge) {
+    merged.slots = std::max(need.slots, slots_->shape().slots);
+    merged.capacity = std::max(need.capacity, slots_->shape().capacity);
+    merged.max_new = std::max(need.max_new, slots_->shape().max_new);
+    merged.stop_width = std::max(need.stop_width, slots_->shape().stop_width);
   }
   graphs_->clear();
   slots_.reset();
+  SlotShape shape = merged;
+  slots_cut_by_memory_ = false;
   // On a GPU, no more slots than the memory budget holds.
   const at::Device device = weights.device();
   if (auto total = device_total_bytes(device)) {
     const double held = device_memory(device) ? device_memory(device)->allocated_gb * (1 << 30) : 0.0;
     const double budget = options_.memory_fraction * static_cast<double>(*total) - held;
-    const double per_slot = static_cast<double>(need.capacity * SlotCache::bytes_per_position(model_->config(), weights.dtype().toScalarType()) +
-                                                (need.seen ? model_->config().vocab_size : 0) +
-                                                need.max_new * (20 + 12 * need.top_logprobs));
-    const auto fit = static_cast<int64_t>(budget / per_slot);
-    if (fit < 1)
-      throw std::runtime_error("out of memory for decoding: one row of " + std::to_string(need.capacity) +
-                               " positions needs " + std::to_string(per_slot / (1 << 20)) + " MiB and " +
+    const int64_t position_bytes = SlotCache::bytes_per_position(model_->config(), weights.dtype().toScalarType());
+    auto per_slot = [&](const SlotShape& s) {
+      return static_cast<double>(s.capacity * position_bytes + (s.seen ? model_->config().vocab_size : 0) +
+                                 s.max_new * (20 + 12 * s.top_logprobs));
+    };
+    auto fit = [&](const SlotShape& s) { return static_cast<int64_t>(budget / per_slot(s)); };
+    if (can_merge && fit(merged) < need.slots) shape = need;
+    const int64_t fits = fit(shape);
+    if (fits < 1)
+      throw std::runtime_error("out of memory for decoding: one row of " + std::to_string(shape.capacity) +
+                               " positions needs " + std::to_string(per_slot(shape) / (1 << 20)) + " MiB and " +
                                std::to_string(budget / (1 << 20)) + " MiB are left under gpu_memory_utilization " +
                                std::to_string(options_.memory_fraction) +
                                "; raise vllm_gpu_memory_utilization or lower max_completion_length");
-    need.slots = std::min(need.slots, fit);
+    slots_cut_by_memory_ = fits < shape.slots;
+    shape.slots = std::min(shape.slots, fits);
   }
-  slots_ = std::make_unique<SlotDecoder>(model_, need, call.params);
+  slots_ = std::make_unique<SlotDecoder>(model_, shape, call.params);
   captured_weights_ = storage_of(model_);
   return *slots_;
 }
@@ -149,6 +164,8 @@ void Engine::decode_in_slots(EngineCall& call) {
       auto kv = prompt_kv.find(p);
       if (kv == prompt_kv.end()) kv = prompt_kv.emplace(p, call.prompts.real_row(static_cast<int64_t>(p))).first;
       dec.cache().load(at::tensor(slots, at::kLong).to(device), kv->second);
+      // Completions wait in request order: with none of p's left, its keys and values are not needed again.
+      if (waiting.empty() || out[waiting.front()].request != p) prompt_kv.erase(kv);
     }
     dec.admit(rows, call.last.index_select(0, at::tensor(prompt_rows, at::kLong).to(device)));
   };
