@@ -51,7 +51,11 @@ std::string first_line(const std::exception& e) {
 bool is_out_of_memory(const std::exception& e) {
   if (dynamic_cast<const c10::OutOfMemoryError*>(&e)) return true;
   const std::string what = e.what();  // a plugin's report crosses the ABI as text
+  // The caching allocator's, a raw CUDA call's (pinned host memory, cuBLAS or NCCL workspaces), the native
+  // engine's slot budget's, and the CPU's.
   return what.find("CUDA out of memory") != std::string::npos ||
+         what.find("CUDA error: out of memory") != std::string::npos ||
+         what.find("out of memory for decoding") != std::string::npos ||
          what.find("DefaultCPUAllocator: can't allocate memory") != std::string::npos ||
          what.find("DefaultCPUAllocator: not enough memory") != std::string::npos;
 }

@@ -42,6 +42,9 @@ TEST(StepPhase, OtherErrorsPassThroughUnchanged) {
                std::invalid_argument);
   // A sampler plugin reports CUDA's error as text across the ABI: still recognised.
   EXPECT_TRUE(is_out_of_memory(std::runtime_error("native: CUDA out of memory. Tried to allocate 2.00 GiB")));
+  EXPECT_TRUE(is_out_of_memory(std::runtime_error("CUDA error: out of memory\nCUDA kernel errors might be ...")));
+  EXPECT_TRUE(is_out_of_memory(std::runtime_error(
+      "native: out of memory for decoding: one row of 1152 positions needs 13.5 MiB and 2.0 MiB are left")));
   EXPECT_FALSE(is_out_of_memory(std::runtime_error("memory of the run")));
   run_phase(StepPhase::Generation, at::kCPU, metrics, "", [] {});
   EXPECT_TRUE(metrics.empty()) << "the CPU has no device allocator to report on (its size is memory/rss_gb)";
