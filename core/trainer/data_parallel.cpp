@@ -86,7 +86,8 @@ double ParameterSync::clip(double max_norm, const std::string& what) {
     if (owner_[i] == world_.rank() && trained_[i].grad().defined()) {
       owned.push_back(trained_[i].grad());
       if (owned.size() == 1) squares = squares.to(owned.back().device());
-      squares += owned.back().to(at::kDouble).pow(2).sum();
+      // Read in float32 where it lies, no copy: a float64 copy of a bfloat16 embedding's gradient is 4 times its size.
+      squares += at::linalg_vector_norm(owned.back(), 2, std::nullopt, false, at::kFloat).to(at::kDouble).square();
     }
   std::vector<at::Tensor> total{squares.to(at::kCPU)};
   world_.all_reduce_sum(total, dist::Channel::Train, what + " (gradient norm)");
