@@ -237,3 +237,24 @@ TEST(TrainGpu, TwoRanksSharingTheGpuTrainOverGlooAsOneRankWithTheirBatch) {
   EXPECT_NE(nccl.output.find("--ddp_backend nccl: ranks 0 and 1 share one GPU"), std::string::npos) << nccl.output;
   expect_same_logs(dir + "/one", dir + "/two", 3, 1e-4);
 }
+
+// LoRA dropout on a GPU draws from the GPU's generator: a run resumed from
+// checkpoint-2 continues that generator's sequence (rng_state_cuda.pt) and
+// so the straight run's steps 3 and 4. Restarted from the seed instead, its
+// dropout masks would repeat step 1's and the logs would part.
+TEST(TrainGpu, AResumedLoraRunWithDropoutContinuesTheStraightRun) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const std::string dir = tiny_run_dir("train_gpu_resume");
+  const std::string base = "train --model " + dir + "/model --dataset " + dir + "/rows.jsonl --plugins " FIXTURE_OK +
+                           " --reward_funcs fixture --num_generations 8 --per_device_train_batch_size 8 "
+                           "--max_completion_length 16 --logging_steps 1 --report_to none --train_type lora "
+                           "--lora_rank 4 --lora_dropout 0.3 --torch_dtype float32 --learning_rate 1e-2 --beta 0.04 "
+                           "--max_steps 4 --save_steps 2 ";
+  auto [straight, resumed] = run_straight_and_resumed(base, dir);
+  ASSERT_EQ(straight.size(), 4u);
+  ASSERT_EQ(resumed.size(), 2u);
+  EXPECT_TRUE(std::filesystem::exists(dir + "/straight/checkpoint-2/rng_state_cuda.pt"));
+  for (size_t i = 0; i < 2; ++i)
+    for (const char* key : {"loss", "kl", "grad_norm", "reward"})
+      EXPECT_NEAR(resumed[i][key].get<double>(), straight[i + 2][key].get<double>(), 1e-5) << key << " at step " << i + 3;
+}
