@@ -48,6 +48,10 @@ bool same_filters(const SamplingParams& a, const SamplingParams& b) {
 // count still serves calls that ask for more (the budget holds no more), and a
 // kept shape that would cost this call slots (one earlier call's long
 // capacity) gives way to this call's own.
+namespace {
+constexpr int64_t kSlotMarginBytes = int64_t{1} << 30;
+}  // namespace
+
 SlotDecoder& Engine::slot_decoder(const EngineCall& call) {
   const at::TensorOptions weights = model_->model->embed_tokens->weight.options();
   const auto rows = static_cast<int64_t>(call.out.size());
@@ -83,15 +87,23 @@ SlotDecoder& Engine::slot_decoder(const EngineCall& call) {
   slots_.reset();
   SlotShape shape = merged;
   slots_cut_by_memory_ = false;
-  // On a GPU, no more slots than the memory budget holds.
+  // On a GPU, no more slots than the memory budget holds: the share of the
+  // device gpu_memory_utilization gives this process, less what its tensors
+  // hold, and never more than it can still obtain (another process on the
+  // GPU, the CUDA context, cuBLAS and NCCL workspaces), less a margin for
+  // those that come later.
   const at::Device device = weights.device();
   if (auto total = device_total_bytes(device)) {
     const double held = device_memory(device) ? device_memory(device)->allocated_gb * (1 << 30) : 0.0;
-    const double budget = options_.memory_fraction * static_cast<double>(*total) - held;
+    double budget = options_.memory_fraction * static_cast<double>(*total) - held;
+    if (auto obtainable = device_obtainable_bytes(device))
+      budget = std::min(budget, static_cast<double>(*obtainable) - static_cast<double>(kSlotMarginBytes));
     const int64_t position_bytes = SlotCache::bytes_per_position(model_->config(), weights.dtype().toScalarType());
+    // A slot's keys and values, its record of ids, and its row of one step's temporaries: the float32
+    // logits, their sorted copy and indices for top-p, the softmax (about 40 bytes a vocabulary entry).
     auto per_slot = [&](const SlotShape& s) {
       return static_cast<double>(s.capacity * position_bytes + (s.seen ? model_->config().vocab_size : 0) +
-                                 s.max_new * (20 + 12 * s.top_logprobs));
+                                 s.max_new * (20 + 12 * s.top_logprobs) + 40 * model_->config().vocab_size);
     };
     auto fit = [&](const SlotShape& s) { return static_cast<int64_t>(budget / per_slot(s)); };
     if (can_merge && fit(merged) < need.slots) shape = need;
