@@ -1,5 +1,6 @@
 // What the benchmarks that time `grpo-host train` share: running a command
-// line (echoed, its output discarded) and reading a run's logging.jsonl.
+// line (echoed; its output kept in a log whose end is shown when it fails)
+// and reading a run's logging.jsonl.
 #pragma once
 
 #include <cstdio>
@@ -10,13 +11,19 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
 namespace grpo::bench {
 
 inline int run(const std::string& cmd) {
   std::printf("$ %s\n", cmd.c_str());
   std::fflush(stdout);
-  return std::system((cmd + " > /dev/null 2>&1").c_str());
+  const std::string log = "/tmp/grpo_bench_run_" + std::to_string(::getpid()) + ".log";
+  const int status = std::system((cmd + " > '" + log + "' 2>&1").c_str());
+  // Where the run cannot be repeated by hand (a lent device), what it said is the only trace.
+  if (status != 0) std::system(("tail -n 40 '" + log + "' >&2").c_str());
+  std::remove(log.c_str());
+  return status;
 }
 
 // Each numeric metric of out/logging.jsonl summed over the steps after the

@@ -2,14 +2,16 @@
 # On the GPU machine, in one device call of at most 8 minutes: build against the
 # machine's own torch wheel (LibTorch 2.x with CUDA), run the `gpu`-labelled
 # tests (the model, the engine's CUDA graphs, NCCL), grpo-host train on the GPU,
-# the generation and step benchmarks against transformers, the rollout server on
-# the GPU, the larger shapes, then the CPU suite with what time is left, and
-# write at most 8 files under $OUT. The machine has a toolchain, nvcc and torch but no network and no
+# and the 0.5B generation and step benchmarks against transformers (part 1);
+# with GPU_CHECK_PART=2, on the machine part 1 left warm, the rollout server on
+# the GPU, the weight push and the 1.5B and 7B shapes. Each writes at most 8
+# files under $OUT. The machine has a toolchain, nvcc and torch but no network and no
 # Debian -dev packages: the libraries come from Debian's packages as one
 # relocatable prefix in gpu-carry/ (scripts/gpu-carry.sh makes it here),
 # unpacked beside the build, never into /.
 #
-#   run(command="bash scripts/gpu-check.sh", carry=["gpu-carry"], timeout_s=540)
+#   run(command="bash scripts/gpu-check.sh", carry=["gpu-carry"], timeout_s=540, kind="nvidia-h200")
+#   run(command="GPU_CHECK_PART=2 GPU_CHECK_BUDGET=240 bash scripts/gpu-check.sh", carry=["gpu-carry"], timeout_s=280)
 #
 # Each phase has a deadline within GPU_CHECK_BUDGET seconds (default 460), so
 # the results of the phases that finished always come back.
@@ -26,6 +28,13 @@ JOBS="$(nproc)"
 START=$(date +%s)
 BUDGET="${GPU_CHECK_BUDGET:-460}"
 SUMMARY="$OUT/summary.txt"
+# Part 1 (the default): the build, the GPU tests, grpo-host train on the GPU
+# and the 0.5B generation and step benchmarks. Part 2, on the machine part 1
+# left warm (its build kept): the rollout server on the GPU, the weight push
+# and the 1.5B and 7B shapes. One call each, within the session's device time.
+PART="${GPU_CHECK_PART:-1}"
+# No network there: a hub lookup by transformers fails at once instead of waiting.
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 : >"$SUMMARY"
 note() { echo "gpu-check: $*" | tee -a "$SUMMARY"; }
 left() { echo $((BUDGET - ($(date +%s) - START))); }
@@ -87,50 +96,58 @@ else
   note "no $CARRY/debian-prefix.tar.gz: using the machine's own libraries (scripts/gpu-carry.sh makes it)"
 fi
 
-# A fresh configure each call (pkg-config's answers are cached), over the
-# objects a warm machine kept from the last call.
-rm -f "$BUILD_DIR/CMakeCache.txt"
 # The configure and build logs share one file: at most 8 files come back.
-phase configure 360 cmake -S . -B "$BUILD_DIR" "${CMAKE_ARGS[@]}" >"$OUT/build.log" 2>&1 || {
-  tail -40 "$OUT/build.log" >&2
-  exit 1
-}
-# The GPU tests first, so that their result comes back whatever happens later.
-phase build-gpu-tests 300 cmake --build "$BUILD_DIR" -j "$JOBS" --target gpu_test >>"$OUT/build.log" 2>&1
-# --no-tests=error: a gpu_test that failed to build leaves no test labelled gpu.
-(cd "$BUILD_DIR" && phase ctest-gpu 300 ctest -L gpu -E '^TrainGpu[.]' --no-tests=error --output-on-failure \
-  >"$OUT/ctest-gpu.log" 2>&1)
-phase build-all 220 cmake --build "$BUILD_DIR" -j "$JOBS" "${KEEP_GOING[@]}" >>"$OUT/build.log" 2>&1
-# grpo-host train on the GPU: needs the whole build (the host, its plugins).
-(cd "$BUILD_DIR" && phase ctest-gpu-train 180 ctest -R '^TrainGpu[.]' --no-tests=error --output-on-failure \
-  >"$OUT/ctest-gpu-train.log" 2>&1)
-# Generation: eager and in slots with CUDA graphs, against transformers'
-# generate on the same GPU, each figure next to the rooflines of this run.
-phase bench-engine 110 "$BUILD_DIR/bin/bench_engine" --shape qwen2.5-0.5b --dtype bfloat16 --device cuda \
-  --decode both --hf --batches 1,16,64,256,512 --new_tokens 64 >"$OUT/bench.txt" 2>&1
-# The GRPO step on the GPU against Hugging Face transformers + TRL's loss, same run.
-phase bench-step 75 "$BUILD_DIR/bin/bench_step" --shape qwen2.5-0.5b --dtype bfloat16 --device cuda --steps 3 \
-  >>"$OUT/bench.txt" 2>&1
-# The rollout server's limits, cancellation (a client gone, SIGTERM), error
-# answers and weight pushes with its engine on the GPU (the same tests,
-# --device cuda; a push from the same GPU goes over Gloo, and says why).
-(cd "$BUILD_DIR" && phase ctest-rollout-gpu 70 env GRPO_TEST_ROLLOUT_DEVICE=cuda \
-  ctest -R '^(RolloutHostile|RolloutWeights)[.]' --no-tests=error --output-on-failure \
-  >"$OUT/ctest-rollout-gpu.log" 2>&1)
-# The weight push trainer -> grpo-rollout at Qwen2.5-0.5B's shape, both on
-# the GPU, against a device-to-device copy of the same tensors.
-phase bench-push 45 "$BUILD_DIR/bin/bench_rollout" --preset qwen2.5-0.5b --device cuda --push_only \
-  >>"$OUT/bench.txt" 2>&1
-# The larger shapes, as far as the budget goes (each phase's lines come back).
-phase bench-engine-1.5b 35 "$BUILD_DIR/bin/bench_engine" --shape qwen2.5-1.5b --dtype bfloat16 --device cuda \
-  --decode slots --hf --batches 1,64,256 --new_tokens 64 --skip_passes >>"$OUT/bench.txt" 2>&1
-phase bench-engine-7b 20 "$BUILD_DIR/bin/bench_engine" --shape qwen2.5-7b --dtype bfloat16 --device cuda \
-  --decode slots --hf --batches 1,64 --new_tokens 64 --skip_passes >>"$OUT/bench.txt" 2>&1
-# The CPU suite with no GPU visible, with what time is left (CI runs it too):
-# its runs assert what a CPU run does (the device a run picks, float32 by
-# default). Tests labelled pypi run packages this machine cannot install.
-(cd "$BUILD_DIR" && CUDA_VISIBLE_DEVICES= phase ctest-all 0 ctest -LE 'gpu|pypi' -j "$JOBS" --output-on-failure \
-  >"$OUT/ctest.log" 2>&1)
+if [ "$PART" = 1 ] || [ ! -f "$BUILD_DIR/build.ninja" -a ! -f "$BUILD_DIR/Makefile" ]; then
+  # A fresh configure (pkg-config's answers are cached), over the objects a
+  # warm machine kept from the last call.
+  rm -f "$BUILD_DIR/CMakeCache.txt"
+  phase configure 360 cmake -S . -B "$BUILD_DIR" "${CMAKE_ARGS[@]}" >"$OUT/build.log" 2>&1 || {
+    tail -40 "$OUT/build.log" >&2
+    exit 1
+  }
+fi
+
+if [ "$PART" = 1 ]; then
+  # Each phase's `keep` is what the phases after it are given at the least;
+  # what one leaves unused goes to the next. The GPU tests first, so that
+  # their result comes back whatever happens later.
+  phase build-gpu-tests 300 cmake --build "$BUILD_DIR" -j "$JOBS" --target gpu_test >>"$OUT/build.log" 2>&1
+  # --no-tests=error: a gpu_test that failed to build leaves no test labelled gpu.
+  (cd "$BUILD_DIR" && phase ctest-gpu 240 ctest -L gpu -E '^TrainGpu[.]' --no-tests=error --output-on-failure \
+    >"$OUT/ctest-gpu.log" 2>&1)
+  # What the later phases run, not the whole tree: train_gpu_test brings
+  # grpo-host and every plugin its runs load.
+  phase build-run-targets 150 cmake --build "$BUILD_DIR" -j "$JOBS" --target train_gpu_test bench_engine bench_step \
+    "${KEEP_GOING[@]}" >>"$OUT/build.log" 2>&1
+  (cd "$BUILD_DIR" && phase ctest-gpu-train 90 ctest -R '^TrainGpu[.]' --no-tests=error --output-on-failure \
+    >"$OUT/ctest-gpu-train.log" 2>&1)
+  # Generation: eager and in slots with CUDA graphs, against transformers'
+  # generate on the same GPU, each figure next to the rooflines of this run.
+  phase bench-engine 40 "$BUILD_DIR/bin/bench_engine" --shape qwen2.5-0.5b --dtype bfloat16 --device cuda \
+    --decode both --hf --batches 1,16,64,256,512 --new_tokens 64 >"$OUT/bench.txt" 2>&1
+  # The GRPO step on the GPU against Hugging Face transformers + TRL's loss, same run.
+  phase bench-step 0 "$BUILD_DIR/bin/bench_step" --shape qwen2.5-0.5b --dtype bfloat16 --device cuda --steps 3 \
+    >>"$OUT/bench.txt" 2>&1
+else
+  phase build-part-2 180 cmake --build "$BUILD_DIR" -j "$JOBS" --target rollout_test bench_rollout bench_engine \
+    "${KEEP_GOING[@]}" >>"$OUT/build.log" 2>&1
+  # The rollout server's limits, cancellation (a client gone, SIGTERM), error
+  # answers and weight pushes with its engine on the GPU (the same tests,
+  # --device cuda; a push from the same GPU goes over Gloo, and says why).
+  (cd "$BUILD_DIR" && phase ctest-rollout-gpu 110 env GRPO_TEST_ROLLOUT_DEVICE=cuda \
+    ctest -R '^(RolloutHostile|RolloutWeights)[.]' --no-tests=error --output-on-failure \
+    >"$OUT/ctest-rollout-gpu.log" 2>&1)
+  # The weight push trainer -> grpo-rollout at Qwen2.5-0.5B's shape, both on
+  # the GPU, against a device-to-device copy of the same tensors.
+  phase bench-push 60 "$BUILD_DIR/bin/bench_rollout" --preset qwen2.5-0.5b --device cuda --push_only \
+    >"$OUT/bench.txt" 2>&1
+  # The larger shapes, as far as the budget goes (each phase's lines come back).
+  phase bench-engine-1.5b 25 "$BUILD_DIR/bin/bench_engine" --shape qwen2.5-1.5b --dtype bfloat16 --device cuda \
+    --decode slots --hf --batches 1,64,256 --new_tokens 64 --skip_passes >>"$OUT/bench.txt" 2>&1
+  phase bench-engine-7b 0 "$BUILD_DIR/bin/bench_engine" --shape qwen2.5-7b --dtype bfloat16 --device cuda \
+    --decode slots --hf --batches 1,64 --new_tokens 64 --skip_passes >>"$OUT/bench.txt" 2>&1
+fi
+# The CPU suite is CI's (scripts/test.sh on every change); it is not run here.
 
 # Logs are cut to what reads in a reply: the failures and the closing lines.
 for f in build.log ctest.log; do

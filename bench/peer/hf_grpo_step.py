@@ -79,7 +79,8 @@ def main():
     dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[args.dtype]
     config = AutoConfig.from_pretrained(os.path.dirname(os.path.abspath(args.config)))
     torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(config, dtype=dtype).to(device).train()
+    with device:  # the random weights drawn where they are used, not on the CPU first
+        model = AutoModelForCausalLM.from_config(config, dtype=dtype).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-6, fused=device.type == "cuda")
     prompts = torch.randint(0, config.vocab_size, (args.prompts, args.prompt), device=device)
     grpo_step(model, optimizer, prompts, args.generations, args.new_tokens, device)  # warm-up

@@ -1,5 +1,6 @@
 #include "rollout/rollout_process.h"
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -65,8 +66,13 @@ RolloutProcess::RolloutProcess(const std::string& model_dir, const std::vector<s
   if (!api_key.empty() && key_as_flag) args.insert(args.end(), {"--api_key", api_key});
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   // scripts/gpu-check.sh runs the server tests again with the engine on the GPU.
-  if (const char* device = std::getenv("GRPO_TEST_ROLLOUT_DEVICE"); device && *device)
+  // In float32 unless a test asks otherwise (a GPU's default is bfloat16): the tests compare its greedy
+  // ids with a float32 engine's, which near-tied logits of a tiny random model would part in bfloat16.
+  if (const char* device = std::getenv("GRPO_TEST_ROLLOUT_DEVICE"); device && *device) {
     args.insert(args.end(), {"--device", device});
+    if (std::find(args.begin(), args.end(), "--torch_dtype") == args.end())
+      args.insert(args.end(), {"--torch_dtype", "float32"});
+  }
   pid_ = ::fork();
   if (pid_ == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // no server outlives a crashed test
