@@ -259,8 +259,14 @@ TEST(RolloutWeights, StaleInitsAreReplacedAndEachCallAnswersForItself) {
   }
   auto init = server.post("/init_communicator/", {{"host", "127.0.0.1"}, {"port", port}, {"world_size", 2}});
   ASSERT_EQ(init.status, 200) << init.raw;
-  // The first call forms for 4 s, then this one: within the trainer's 14 s
-  // (three stale calls waited out in turn would take 12 s before it started).
+  // The first call forms for 4 s, then this one starts hosting (three stale
+  // calls waited out in turn would take 12 s). The trainer joins once the
+  // store listens: a store client whose first try fails backs off for a
+  // jittered delay that can outlast its whole timeout.
+  const auto posted = std::chrono::steady_clock::now();
+  while (!grpo::testing::port_answers(port) && std::chrono::steady_clock::now() - posted < std::chrono::seconds(30))
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_LT(std::chrono::steady_clock::now() - posted, std::chrono::seconds(10)) << "the stale calls were waited out";
   auto group = grpo::rollout::CommGroup::create("127.0.0.1", port, /*rank=*/1, 2, std::chrono::seconds(14));
   auto update = server.post("/update_named_param/",
                             {{"name", "model.norm.weight"}, {"dtype", "torch.float32"}, {"shape", {64}}});
