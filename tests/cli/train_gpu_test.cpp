@@ -224,9 +224,11 @@ TEST(TrainGpu, TwoRanksSharingTheGpuTrainOverGlooAsOneRankWithTheirBatch) {
   auto two_nodes = [&](const std::string& out, const std::string& extra) {
     const std::string node = "NNODES=2 NPROC_PER_NODE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
                              std::to_string(grpo::dist::free_port("127.0.0.1"));
-    const std::string host = " '" GRPO_HOST_EXE "' " + run(out, 4) + extra;
+    // A bounded --ddp_timeout: a node that fails before the two meet leaves the other waiting that long.
+    const std::string host = " '" GRPO_HOST_EXE "' " + run(out, 4) + " --ddp_timeout 120" + extra;
+    // Node 0's log (stderr) into the output the test reads: run_shell's own 2>&1 reaches only the last command.
     return run_shell(node + " NODE_RANK=1" + host + " > " + dir + "/" + out + "-node1.log 2>&1 & " + node +
-                     " NODE_RANK=0" + host + "; first=$?; wait $!; exit $((first + $?))");
+                     " NODE_RANK=0" + host + " 2>&1; first=$?; wait $!; exit $((first + $?))");
   };
   CommandResult two = two_nodes("two", "");
   ASSERT_EQ(two.exit_code, 0) << two.output << read_file(dir + "/two-node1.log");
