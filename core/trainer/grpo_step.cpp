@@ -180,7 +180,13 @@ void GrpoTrainer::update(Metrics& m) {
                  p.nonfinite_steps, kMaxNonFiniteSteps);
   if (active > 0 && finite) {  // nothing carried loss (every row filtered): no update at all, not even weight decay
     set_learning_rate(*p.optimizer, lr);
-    park_optimizer_state(false, m);  // --offload_optimizer: the moments are on the GPU for the step alone
+    try {
+      park_optimizer_state(false, m);  // --offload_optimizer: the moments are on the GPU for the step alone
+    } catch (const std::exception& e) {  // before the update: the last finished step's checkpoint still holds
+      if (!is_out_of_memory(e)) throw;
+      throw out_of_memory_in(StepPhase::Optimizer, s_.model.device, phase_sizes(StepPhase::Optimizer), e,
+                             /*weights_intact=*/true);
+    }
     p.optimizer->step();
     park_optimizer_state(true, m);
   }

@@ -61,9 +61,11 @@ bool is_out_of_memory(const std::exception& e) {
 }
 
 OutOfDeviceMemory out_of_memory_in(StepPhase phase, const at::Device& device, const std::string& sizes,
-                                   const std::exception& e) {
-  return {phase, fmt::format("{} ran out of memory in the step's {} phase ({}): {}. To fit: {}", device.str(),
-                             name_of(phase), sizes, first_line(e), what_lowers(phase))};
+                                   const std::exception& e, std::optional<bool> weights_intact) {
+  return {phase,
+          fmt::format("{} ran out of memory in the step's {} phase ({}): {}. To fit: {}", device.str(), name_of(phase),
+                      sizes, first_line(e), what_lowers(phase)),
+          weights_intact.value_or(phase != StepPhase::Optimizer)};
 }
 
 namespace detail {

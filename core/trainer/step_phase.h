@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -17,14 +18,16 @@ enum class StepPhase { Generation, Logprobs, Backward, Optimizer };
 
 class OutOfDeviceMemory : public std::runtime_error {
  public:
-  OutOfDeviceMemory(StepPhase phase, const std::string& what) : std::runtime_error(what), phase_(phase) {}
+  OutOfDeviceMemory(StepPhase phase, const std::string& what, bool weights_intact)
+      : std::runtime_error(what), phase_(phase), weights_intact_(weights_intact) {}
   StepPhase phase() const { return phase_; }
   // Whether the weights are still those of the last finished step: true for
-  // every phase before the optimizer's.
-  bool weights_intact() const { return phase_ != StepPhase::Optimizer; }
+  // every phase before the optimizer's, and within it before the update.
+  bool weights_intact() const { return weights_intact_; }
 
  private:
   StepPhase phase_;
+  bool weights_intact_;
 };
 
 // Whether `e` is an allocator's out-of-memory error: LibTorch's (CUDA or
@@ -33,8 +36,10 @@ bool is_out_of_memory(const std::exception& e);
 
 // OutOfDeviceMemory for `e` in `phase`: `sizes` says what was being
 // computed (e.g. "micro-batches of 4 completions x 1,536 tokens").
+// `weights_intact`: by default whether the phase comes before the
+// optimizer's; the optimizer's phase says so itself before its update.
 OutOfDeviceMemory out_of_memory_in(StepPhase phase, const at::Device& device, const std::string& sizes,
-                                   const std::exception& e);
+                                   const std::exception& e, std::optional<bool> weights_intact = std::nullopt);
 
 // Runs `body` as `phase` on `device`. On a GPU the phase's peak memory goes
 // into metrics["memory/<phase>_peak_gb"] (the largest of the step's calls).

@@ -34,6 +34,21 @@ TEST(StepPhase, OnlyTheOptimizersPhaseLeavesTheWeightsHalfUpdated) {
       EXPECT_EQ(e.weights_intact(), phase != StepPhase::Optimizer);
     }
   }
+  // Within the optimizer's phase, before the update (its moments brought back from host memory), the
+  // weights are still the last step's: said so, the run saves that step's checkpoint.
+  try {
+    run_phase(StepPhase::Optimizer, at::kCPU, metrics, "sizes", [] {
+      try {
+        (void)at::empty({int64_t(1) << 62}, at::kByte);
+      } catch (const std::exception& e) {
+        throw out_of_memory_in(StepPhase::Optimizer, at::kCPU, "AdamW state 1.00 GiB", e, /*weights_intact=*/true);
+      }
+    });
+    FAIL() << "a 4 EiB allocation succeeded";
+  } catch (const OutOfDeviceMemory& e) {
+    EXPECT_TRUE(e.weights_intact());
+    EXPECT_NE(std::string(e.what()).find("AdamW state 1.00 GiB"), std::string::npos) << e.what();
+  }
 }
 
 TEST(StepPhase, OtherErrorsPassThroughUnchanged) {
