@@ -77,6 +77,13 @@ std::optional<std::pair<int, int>> ranks_sharing_a_gpu(const std::vector<std::st
   return std::nullopt;
 }
 
+void abort_quietly(c10d::Backend& nccl) {
+  try {
+    nccl.abort();
+  } catch (const std::exception&) {
+  }
+}
+
 bool nccl_serves(const c10::intrusive_ptr<c10d::Backend>& nccl, const std::vector<at::Tensor>& tensors) {
   if (!nccl || tensors.empty()) return false;
   for (const at::Tensor& t : tensors)

@@ -29,6 +29,11 @@ namespace grpo::dist {
 c10::intrusive_ptr<c10d::Backend> make_nccl_group(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                                   at::Device device, std::chrono::milliseconds timeout);
 
+// Aborts `nccl`'s communicators, freeing this rank without the others (a
+// clean shutdown waits for them); an error doing so is dropped, since the
+// failure that led here is what gets reported.
+void abort_quietly(c10d::Backend& nccl);
+
 // True where NCCL serves `tensors` (all on a GPU) and a group exists.
 bool nccl_serves(const c10::intrusive_ptr<c10d::Backend>& nccl, const std::vector<at::Tensor>& tensors);
 

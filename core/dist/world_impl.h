@@ -89,11 +89,7 @@ struct World::Impl {
 
   // Frees this rank from NCCL without the others (a clean shutdown waits for them).
   void abort_nccl() {
-    if (!nccl || nccl_aborted.exchange(true)) return;
-    try {
-      nccl->abort();
-    } catch (const std::exception&) {  // the failure that led here is what gets reported
-    }
+    if (nccl && !nccl_aborted.exchange(true)) abort_quietly(*nccl);
   }
 
   void start_heartbeat() {

@@ -28,21 +28,14 @@ void reset_peak_memory(at::Device device) {
   if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
 }
 
-std::optional<int64_t> device_total_bytes(at::Device device) {
-  if (!device.is_cuda()) return std::nullopt;
-  c10::cuda::CUDAGuard on(device);
-  size_t free = 0, total = 0;
-  if (cudaMemGetInfo(&free, &total) != cudaSuccess) return std::nullopt;
-  return static_cast<int64_t>(total);
-}
-
-std::optional<int64_t> device_obtainable_bytes(at::Device device) {
+std::optional<DeviceCapacity> device_capacity(at::Device device) {
   if (!device.is_cuda()) return std::nullopt;
   c10::cuda::CUDAGuard on(device);
   size_t free = 0, total = 0;
   if (cudaMemGetInfo(&free, &total) != cudaSuccess) return std::nullopt;
   const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
-  return static_cast<int64_t>(free) + stats.reserved_bytes[kAll].current - stats.allocated_bytes[kAll].current;
+  return DeviceCapacity{static_cast<int64_t>(total), static_cast<int64_t>(free) + stats.reserved_bytes[kAll].current -
+                                                         stats.allocated_bytes[kAll].current};
 }
 
 void synchronize(at::Device device) {
@@ -66,8 +59,7 @@ void release_cached_memory(at::Device device) {
 
 std::optional<DeviceMemory> device_memory(at::Device) { return std::nullopt; }
 void reset_peak_memory(at::Device) {}
-std::optional<int64_t> device_total_bytes(at::Device) { return std::nullopt; }
-std::optional<int64_t> device_obtainable_bytes(at::Device) { return std::nullopt; }
+std::optional<DeviceCapacity> device_capacity(at::Device) { return std::nullopt; }
 void synchronize(at::Device) {}
 void make_current(at::Device) {}
 void release_cached_memory(at::Device) {}

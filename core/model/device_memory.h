@@ -20,11 +20,13 @@ struct DeviceMemory {
 std::optional<DeviceMemory> device_memory(at::Device device);
 void reset_peak_memory(at::Device device);
 
-// The GPU's whole memory in bytes; nullopt on the CPU or without CUDA.
-std::optional<int64_t> device_total_bytes(at::Device device);
-// What this process could still take: the driver's free memory (other
-// processes' use taken out) and the allocator's cached, unused blocks.
-std::optional<int64_t> device_obtainable_bytes(at::Device device);
+struct DeviceCapacity {
+  int64_t total = 0;       // the GPU's whole memory
+  int64_t obtainable = 0;  // what this process could still take: the driver's free memory (other
+                           // processes' use taken out) and the allocator's cached, unused blocks
+};
+// In bytes; nullopt on the CPU or without CUDA.
+std::optional<DeviceCapacity> device_capacity(at::Device device);
 // Returns once everything queued on the GPU has run; nothing on the CPU.
 void synchronize(at::Device device);
 // Makes `device` this process's current GPU (torch.cuda.set_device), so that

@@ -93,11 +93,10 @@ SlotDecoder& Engine::slot_decoder(const EngineCall& call) {
   // GPU, the CUDA context, cuBLAS and NCCL workspaces), less a margin for
   // those that come later.
   const at::Device device = weights.device();
-  if (auto total = device_total_bytes(device)) {
+  if (auto capacity = device_capacity(device)) {
     const double held = device_memory(device) ? device_memory(device)->allocated_gb * (1 << 30) : 0.0;
-    double budget = options_.memory_fraction * static_cast<double>(*total) - held;
-    if (auto obtainable = device_obtainable_bytes(device))
-      budget = std::min(budget, static_cast<double>(*obtainable) - static_cast<double>(kSlotMarginBytes));
+    const double budget = std::min(options_.memory_fraction * static_cast<double>(capacity->total) - held,
+                                   static_cast<double>(capacity->obtainable - kSlotMarginBytes));
     const int64_t position_bytes = SlotCache::bytes_per_position(model_->config(), weights.dtype().toScalarType());
     // A slot's keys and values, its record of ids, and its row of one step's temporaries: the float32
     // logits, their sorted copy and indices for top-p, the softmax (about 40 bytes a vocabulary entry).

@@ -159,10 +159,7 @@ struct CommGroup::Impl {
   void abort_nccl() {
     if (!nccl || nccl_aborted) return;
     nccl_aborted = true;
-    try {
-      nccl->abort();
-    } catch (const std::exception&) {  // what follows reports the failure that led here
-    }
+    dist::abort_quietly(*nccl);
   }
 
   ~Impl() {
