@@ -4,6 +4,7 @@
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
 #endif
 
@@ -44,6 +45,10 @@ void synchronize(at::Device device) {
   c10::cuda::device_synchronize();
 }
 
+void wait_for_stream(at::Device device) {
+  if (device.is_cuda()) c10::cuda::getCurrentCUDAStream(device.index()).synchronize();
+}
+
 void make_current(at::Device device) {
   if (device.is_cuda() && device.has_index()) c10::cuda::set_device(device.index());
 }
@@ -61,6 +66,7 @@ std::optional<DeviceMemory> device_memory(at::Device) { return std::nullopt; }
 void reset_peak_memory(at::Device) {}
 std::optional<DeviceCapacity> device_capacity(at::Device) { return std::nullopt; }
 void synchronize(at::Device) {}
+void wait_for_stream(at::Device) {}
 void make_current(at::Device) {}
 void release_cached_memory(at::Device) {}
 

@@ -29,6 +29,10 @@ struct DeviceCapacity {
 std::optional<DeviceCapacity> device_capacity(at::Device device);
 // Returns once everything queued on the GPU has run; nothing on the CPU.
 void synchronize(at::Device device);
+// Returns once the calling thread's current stream on `device` has run what
+// was queued on it (other threads' work too, where they share that stream:
+// the default one unless a thread chose another); nothing on the CPU.
+void wait_for_stream(at::Device device);
 // Makes `device` this process's current GPU (torch.cuda.set_device), so that
 // work without a tensor to say where (a stream, a context) lands there and
 // not on GPU 0; nothing on the CPU.

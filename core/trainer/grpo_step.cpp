@@ -87,6 +87,12 @@ Metrics GrpoTrainer::step() {
   return m;
 }
 
+// A stream synchronize costs microseconds; the step waits for its metrics once anyway.
+double GrpoTrainer::settled_now() const {
+  model::wait_for_stream(s_.model.device);
+  return now_s();
+}
+
 std::string GrpoTrainer::phase_sizes(StepPhase phase) const {
   const BatchSettings& b = s_.batch;
   const int64_t completion = s_.loss.options.max_completion_length;
@@ -135,7 +141,7 @@ void GrpoTrainer::add_constant_logprobs(std::vector<MicroBatch>& parts, Metrics&
     }
   }
   policy.train();
-  m["time/logprob"] += now_s() - t0;
+  m["time/logprob"] += settled_now() - t0;
 }
 
 void GrpoTrainer::accumulate(const MicroBatch& mb, Metrics& m, MetricAccumulator& on_device) {
@@ -147,9 +153,9 @@ void GrpoTrainer::accumulate(const MicroBatch& mb, Metrics& m, MetricAccumulator
   options.dapo_active_tokens = mb.dapo_active_tokens / world_.size();
   LossOutput out = grpo_loss(
       {logp.logprobs, mb.old_logp, mb.ref_logp, mb.advantages, mb.batch.completion_mask, mb.is_weight}, options);
-  const double t1 = now_s();
+  const double t1 = settled_now();
   out.loss.backward();
-  m["time/backward"] += now_s() - t1;
+  m["time/backward"] += settled_now() - t1;
   m["time/logprob"] += t1 - t0;
   on_device.sum("loss", out.loss.detach());  // each micro-batch's loss is already its share of the step's
   const at::Tensor& mask = mb.batch.completion_mask;
@@ -165,7 +171,7 @@ void GrpoTrainer::update(Metrics& m) {
   // whether anything carried loss is decided over all of them.
   const std::string what = "the gradients of step " + std::to_string(p.global_step + 1);
   const int64_t active = p.sync->combine_gradients(p.step_active_tokens, what);
-  const double t_clip = now_s();
+  const double t_clip = settled_now();
   m["time/grad_sync"] = t_clip - t_opt;
   const double grad_norm = p.sync->clip(s_.optimizer.max_grad_norm, what);
   const double lr = p.schedule->lr(p.global_step);
@@ -195,7 +201,7 @@ void GrpoTrainer::update(Metrics& m) {
   m["grad_norm"] = grad_norm;
   m["memory/optimizer_state_mb"] = static_cast<double>(optimizer_state_bytes(*p.optimizer)) / (1 << 20);
   m["learning_rate"] = lr;
-  m["time/optimizer"] = now_s() - t_clip;
+  m["time/optimizer"] = settled_now() - t_clip;
   m.emplace("time/weight_sync", 0.0);  // logged even when nothing moves (in-process views)
   if (p.reference && s_.ref_sync.enabled && (p.global_step + 1) % s_.ref_sync.every == 0) {
     // TR-DPO's soft update, as TRL's SyncRefModelCallback does it.

@@ -98,6 +98,9 @@ class GrpoTrainer {
   void accumulate(const MicroBatch& mb, Metrics& m, MetricAccumulator& on_device);  // policy log-probs, loss, backward
   void update(Metrics& m);                                                 // clip, AdamW, reference sync
   std::string phase_sizes(StepPhase phase) const;  // what a phase computes, for its out-of-memory error
+  // The host clock once this thread's queued device work has run: on a GPU the
+  // host runs ahead of its kernels, and a phase's time (time/*) is the device's.
+  double settled_now() const;
 
   // generation.cpp: generation batches — sample, score, resample (dynamic_sample).
   GenerationBatch next_generation_batch(Metrics& m, int64_t micro_done);
