@@ -148,22 +148,14 @@ CausalLM make_model(at::ScalarType dtype) {
     return lm;
   }
   const ModelConfig config = ModelConfig::from_json(preset_config("qwen2", g_shape, 512), g_shape);
-  if (g_device.is_cpu()) {
+  if (g_device.is_cpu()) {  // drawn in float32, as every CPU measurement so far
     CausalLM lm = build_empty(config, at::kCPU, at::kFloat);
     init_weights(*lm, 0);
     lm->to(g_device, dtype);
     return lm;
   }
-  // On a GPU the weights are drawn there (init_weights draws on the CPU, minutes for 7B):
-  // the same distribution, other values.
-  CausalLM lm = build_empty(config, g_device, dtype);
-  torch::NoGradGuard no_grad;
-  for (auto& item : lm->named_parameters()) {
-    at::Tensor& p = item.value();
-    if (p.dim() == 2) p.normal_(0.0, 0.02);
-    else if (item.key().size() >= 5 && item.key().compare(item.key().size() - 5, 5, ".bias") == 0) p.zero_();
-    else p.fill_(1.0);
-  }
+  CausalLM lm = build_empty(config, g_device, dtype);  // drawn on the GPU: the same distribution, other values
+  init_weights(*lm, 0);
   return lm;
 }
 

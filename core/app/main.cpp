@@ -36,7 +36,9 @@ commands:
              on a failure; --check_timeout SECONDS per check, default 60)
   init-model create a randomly initialised model: --arch qwen2|llama|qwen3 --preset tiny|small|base25m|qwen2.5-0.5b|qwen2.5-1.5b|qwen2.5-7b
              --out DIR [--tokenizer PATH] (without one, a byte-level tokenizer of its own; --train_tokenizer
-             rows.jsonl [--vocab_size 512] adds BPE merges learned from the rows' text)
+             rows.jsonl [--vocab_size 512] adds BPE merges learned from the rows' text) [--torch_dtype
+             float32|bfloat16|float16] [--device cpu|cuda[:N]] (draws on the CPU unless told: the same
+             --seed, the same weights on every machine)
   generate   sample from a model: --model DIR --prompt TEXT [--n K] [--temperature ...]; the prompt is a
              user turn in the model's chat format (--template to choose it), or plain text with --raw
   config     validate a configuration and print it resolved, as args.yaml holds it; --save PATH writes it

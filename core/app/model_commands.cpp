@@ -13,6 +13,7 @@
 
 #include "config/config.h"
 #include "data/dataset.h"
+#include "model/device.h"
 #include "model/dtype.h"
 #include "model/engine.h"
 #include "model/presets.h"
@@ -108,9 +109,21 @@ std::vector<tok::Merge> learn_merges(const config::ParseResult& parsed) {
 
 int run_init_model_command(const std::vector<std::string>& args) {
   config::ParseResult parsed =
-      config::parse(args, config::ParseOptions{{"arch", "preset", "out", "tokenizer", "train_tokenizer", "vocab_size"}, 0, false});
+      config::parse(args, config::ParseOptions{{"arch", "preset", "out", "tokenizer", "train_tokenizer", "vocab_size", "device"},
+                                               0, false});
   const std::string out = one(parsed, "out");
   if (out.empty()) throw config::ConfigError("init-model needs --out DIR (where the new model is written)");
+  // The CPU by default: the same --seed gives the same weights on every machine. On a GPU (--device
+  // cuda) the draws take a second where the CPU's, serial, take about a minute at 7B; they differ.
+  at::Device device = at::kCPU;
+  at::ScalarType dtype = at::kFloat;
+  try {
+    device = model::parse_device(one(parsed, "device", "cpu"), "--device");
+    const std::string dtype_name = parsed.config.get_string("torch_dtype");
+    if (!dtype_name.empty()) dtype = model::weight_dtype_from_name(dtype_name, "--torch_dtype");
+  } catch (const std::invalid_argument& e) {
+    throw config::ConfigError(e.what());
+  }
   const fs::path dir(out);
   fs::create_directories(dir);
   const std::string tokenizer_source = one(parsed, "tokenizer");
@@ -131,7 +144,7 @@ int run_init_model_command(const std::vector<std::string>& args) {
   if (auto eos = tokenizer.eos_id()) json["eos_token_id"] = *eos;
   if (auto bos = tokenizer.bos_id()) json["bos_token_id"] = *bos;
   model::CausalLM lm =  // init_weights draws every weight: nothing is drawn before it
-      model::build_empty(model::ModelConfig::from_json(json, (dir / "config.json").string()), at::kCPU, at::kFloat);
+      model::build_empty(model::ModelConfig::from_json(json, (dir / "config.json").string()), device, dtype);
   model::init_weights(*lm, static_cast<uint64_t>(parsed.config.get_int("seed")));
   model::save_model(*lm, dir.string());
   int64_t params = 0;

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Context.h>
 #include <torch/types.h>
 #include <torch/utils.h>
 
@@ -88,12 +89,16 @@ nlohmann::json preset_config(const std::string& arch, const std::string& preset,
 
 void init_weights(CausalLMImpl& model, uint64_t seed, double std) {
   torch::NoGradGuard no_grad;
-  at::Generator gen = at::detail::createCPUGenerator(seed);
+  const at::Device device = model.parameters().at(0).device();
+  // On a GPU a generator of its own, seeded: the CPU's draws, serial, take about a minute at 7B.
+  at::Generator gen = device.is_cpu() ? at::detail::createCPUGenerator(seed)
+                                      : at::globalContext().defaultGenerator(device).clone();
+  if (!device.is_cpu()) gen.set_current_seed(seed);
   for (auto& item : model.named_parameters()) {
     at::Tensor& p = item.value();
     const std::string& name = item.key();
     if (p.dim() == 2) {
-      p.copy_(at::normal(0.0, std, p.sizes(), gen, p.options().device(at::kCPU)).to(p.device()));
+      p.copy_(at::normal(0.0, std, p.sizes(), gen, p.options().device(gen.device())));
     } else if (name.size() >= 5 && name.compare(name.size() - 5, 5, ".bias") == 0) {
       p.zero_();
     } else {

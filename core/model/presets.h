@@ -18,7 +18,8 @@ nlohmann::json preset_config(const std::string& arch, const std::string& preset,
 std::vector<std::string> preset_names();
 
 // Normal(0, 0.02) matrices and embeddings, zero biases, unit norms — as
-// transformers initialises these models.
+// transformers initialises these models. Drawn on the device the model is on:
+// a seed gives other values on a GPU than on the CPU.
 void init_weights(CausalLMImpl& model, uint64_t seed, double std = 0.02);
 
 }  // namespace grpo::model

@@ -82,6 +82,40 @@ TEST(InitModelCommand, TrainsItsTokenizerOnADataset) {
   EXPECT_NE(r.output.find("give one of them"), std::string::npos) << r.output;
 }
 
+// --torch_dtype is the dtype written; --device where the weights are drawn
+// (the CPU unless told, so that a seed means the same weights everywhere).
+TEST(InitModelCommand, WritesTheAskedDtypeOnTheAskedDevice) {
+  const std::string base = temp_dir("init_dtype");
+  auto header = [](const std::string& file) {  // a safetensors file: 8 bytes of length, then its JSON header
+    std::ifstream in(file, std::ios::binary);
+    uint64_t n = 0;
+    in.read(reinterpret_cast<char*>(&n), 8);
+    std::string text(n, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(n));
+    return text;
+  };
+  for (const char* dtype : {"float32", "bfloat16"}) {
+    CommandResult r = run_host(std::string("init-model --preset tiny --seed 2 --out ") + base + "/" + dtype +
+                               " --torch_dtype " + dtype);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  const std::string f32 = header(base + "/float32/model.safetensors"), bf16 = header(base + "/bfloat16/model.safetensors");
+  EXPECT_NE(f32.find("\"F32\""), std::string::npos) << f32;
+  EXPECT_EQ(f32.find("\"BF16\""), std::string::npos) << f32;
+  EXPECT_NE(bf16.find("\"BF16\""), std::string::npos) << bf16;
+  EXPECT_EQ(bf16.find("\"F32\""), std::string::npos) << bf16;
+  const std::string gen = " --prompt abc --max_completion_length 4 --seed 5";
+  CommandResult g = run_host("generate --model " + base + "/bfloat16" + gen);
+  EXPECT_EQ(g.exit_code, 0) << g.output;
+  // A GPU the process cannot see, and a spelling that is no device, are refused naming the flag.
+  for (const char* device : {"cuda:99", "gpu"}) {
+    CommandResult r = run_host(std::string("init-model --preset tiny --out ") + base + "/x --device " + device);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("--device"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find(device), std::string::npos) << r.output;
+  }
+}
+
 TEST(InitModelCommand, BadArgumentsSayWhatIsValid) {
   std::string dir = temp_dir("init_bad") + "/m";
   CommandResult r = run_host("init-model --arch gpt2 --preset tiny --out " + dir);
