@@ -36,6 +36,7 @@ void GrpoTrainer::create_sampler() {
   run_values["model"] = s_.model.dir;
   run_values["torch_dtype"] = model::weight_dtype_name(s_.model.dtype);
   run_values["device"] = s_.model.device.str();  // in process: the policy's own, so that it aliases its weights
+  run_values["load_format"] = "trainer";  // in process: nothing read from disk, its weights are the views below
   run_values["num_threads"] = s_.num_threads;
   run_values["max_num_seqs"] = s_.sampling.max_num_seqs;
   run_values["gpu_memory_utilization"] = s_.sampling.gpu_memory_utilization;
@@ -154,7 +155,7 @@ void GrpoTrainer::sync_sampler_weights(Metrics& m) {
     auto from = policy_.policy->parameters(), to = rollout_.sampler_copy->parameters();
     for (size_t i = 0; i < from.size(); ++i) to[i].copy_(from[i]);
   }
-  m["time/weight_sync"] += now_s() - t0;
+  m["time/weight_sync"] += settled_now() - t0;
 }
 
 }  // namespace grpo::trainer

@@ -144,3 +144,68 @@ TEST(NativeSampler, DecodesSampledIdsThatAreNoTokenToNothing) {
   EXPECT_GT(non_tokens, 0u) << "the test needs ids past the tokenizer's vocabulary";
   std::filesystem::remove_all(tok_dir);
 }
+
+// load_format "trainer", as grpo-host creates it: no weights are read from the
+// model directory (here it has none); the engine is built around the
+// trainer's tensors when the last bucket arrives, and aliases them.
+TEST(NativeSampler, WithTheTrainersWeightsNothingIsReadAndTheyAreShared) {
+  const auto dir = std::filesystem::temp_directory_path() / ("grpo_native_trainer_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(kDir + "/config.json", dir / "config.json");
+  auto sampler = native({{"model", dir.string()}, {"tokenizer", kTokenizer}, {"load_format", "trainer"}});
+  SampleOptions greedy;
+  greedy.top_k = 1;
+  greedy.max_new_tokens = 6;
+  const auto expect_no_weights_yet = [&] {
+    try {
+      sampler->generate({{kPrompt, "", "", 1, 1, {}}}, greedy);
+      FAIL() << "expected an error";
+    } catch (const PluginError& e) {
+      EXPECT_NE(std::string(e.what()).find("no weights yet"), std::string::npos) << e.what();
+    }
+  };
+  expect_no_weights_yet();
+  grpo::model::CausalLM trainer = grpo::model::load_model(kDir);
+  grpo::trainer::WeightViews views(*trainer);
+  const std::vector<grpo_named_tensor>& all = views.tensors();
+  const size_t half = all.size() / 2;
+  sampler->load_weights({all.begin(), all.begin() + half}, GRPO_WEIGHTS_VIEW);
+  expect_no_weights_yet();  // not before the last bucket
+  sampler->load_weights({all.begin() + half, all.end()}, GRPO_WEIGHTS_VIEW | GRPO_WEIGHTS_LAST_BUCKET);
+  grpo::model::SamplingParams p;
+  p.top_k = 1;
+  p.max_new_tokens = 6;
+  grpo::model::Engine reference(grpo::model::load_model(kDir));
+  EXPECT_EQ(sampler->generate({{kPrompt, "", "", 1, 1, {}}}, greedy)[0].ids,
+            reference.generate({{kPrompt, 1, 1, {}}}, p)[0].ids);
+  {
+    torch::NoGradGuard no_grad;  // an optimizer's in-place update, seen without a transfer
+    trainer->lm_head ? trainer->lm_head->weight.mul_(-1) : trainer->model->embed_tokens->weight.mul_(-1);
+  }
+  grpo::model::Engine updated(trainer);
+  const auto after = sampler->generate({{kPrompt, "", "", 1, 1, {}}}, greedy)[0].ids;
+  EXPECT_EQ(after, updated.generate({{kPrompt, 1, 1, {}}}, p)[0].ids);
+  EXPECT_NE(after, reference.generate({{kPrompt, 1, 1, {}}}, p)[0].ids);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(NativeSampler, WithTheTrainersWeightsAMissingParameterIsNamed) {
+  auto sampler = native({{"model", kDir}, {"tokenizer", kTokenizer}, {"load_format", "trainer"}});
+  grpo::model::CausalLM trainer = grpo::model::load_model(kDir);
+  grpo::trainer::WeightViews views(*trainer);
+  std::vector<grpo_named_tensor> all_but_last = views.tensors();
+  const std::string missing(all_but_last.back().name.data, all_but_last.back().name.size);
+  all_but_last.pop_back();
+  try {
+    sampler->load_weights(all_but_last, GRPO_WEIGHTS_VIEW | GRPO_WEIGHTS_LAST_BUCKET);
+    FAIL() << "expected an error";
+  } catch (const PluginError& e) {
+    EXPECT_NE(std::string(e.what()).find("'" + missing + "' was never given"), std::string::npos) << e.what();
+  }
+  try {
+    native({{"model", kDir}, {"tokenizer", kTokenizer}, {"load_format", "dummy"}});
+    FAIL() << "expected an error";
+  } catch (const PluginError& e) {
+    EXPECT_NE(std::string(e.what()).find("'dummy'"), std::string::npos) << e.what();
+  }
+}

@@ -1,11 +1,16 @@
 // The native sampler: the generation engine in the trainer's process, behind
 // the sampler ABI. Weights handed over as views (GRPO_WEIGHTS_VIEW) are used
 // in place — the engine's parameters alias the trainer's, so an optimizer
-// step is visible to the next generate() without any copy. In multi-turn
-// rollouts the engine keeps a turn's keys and values for the next turn
-// (grpo_sampling_params.prefix_flags).
+// step is visible to the next generate() without any copy. With load_format
+// "trainer" (what grpo-host asks for) the model directory's weights are not
+// read at all: the engine is built around the trainer's tensors when they
+// arrive, so a 7B run neither reads 15 GB again nor holds a second copy on the
+// GPU while it starts. In multi-turn rollouts the engine keeps a turn's keys
+// and values for the next turn (grpo_sampling_params.prefix_flags).
 #include <algorithm>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 
 #include <grpo/sdk.hpp>
@@ -16,16 +21,30 @@
 #include "model/device.h"
 #include "model/dtype.h"
 #include "model/engine.h"
+#include "model/model_config.h"
+#include "model/skip_init.h"
 #include "model/threads.h"
 #include "model/weights.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {
 
+// A model whose weights the trainer hands over (load_format "trainer"):
+// built without memory of its own, filled bucket by bucket.
+struct AwaitedModel {
+  grpo::model::CausalLM lm{nullptr};
+  at::Device device = at::kCPU;
+  at::ScalarType dtype = at::kFloat;
+  std::set<std::string> given;
+};
+
 struct NativeSampler {
   grpo::Host host;
   std::unique_ptr<grpo::tok::Tokenizer> tokenizer;
-  std::unique_ptr<grpo::model::Engine> engine;
+  grpo::model::EngineOptions options;
+  std::unique_ptr<grpo::model::Engine> engine;  // null until the trainer's weights arrive (load_format "trainer")
+  std::optional<AwaitedModel> awaited;
+  std::string dir;
 };
 
 // How the engine decodes, under vLLM's option names.
@@ -60,10 +79,23 @@ grpo_status create(const grpo_host_api* host_api, grpo_str config, grpo_sampler_
             ? grpo::tok::Tokenizer::from_file(tok_path)
             : grpo::tok::Tokenizer::from_dir(tok_path));
     const at::Device device = grpo::model::parse_device(o.get_string("device", "cpu"), "the native sampler's device");
-    grpo::model::CausalLM lm =
-        grpo::model::load_model(dir, grpo::model::weight_dtype_from_name(o.get_string("torch_dtype", "")), device);
-    s->engine = std::make_unique<grpo::model::Engine>(lm, s->tokenizer.get(), engine_options(o));
-    s->host.info("native sampler ready: " + dir + " on " + device.str());
+    const at::ScalarType dtype = grpo::model::weight_dtype_from_name(o.get_string("torch_dtype", ""));
+    s->options = engine_options(o);
+    s->dir = dir;
+    const std::string load_format = o.get_string("load_format", "auto");
+    if (load_format == "trainer") {
+      // The parameters take untouched host memory (never committed) until the trainer's tensors replace them.
+      grpo::model::SkipInit skip;
+      s->awaited = AwaitedModel{grpo::model::CausalLM(grpo::model::ModelConfig::load(dir + "/config.json")), device,
+                                dtype, {}};
+    } else if (load_format == "auto") {
+      s->engine = std::make_unique<grpo::model::Engine>(grpo::model::load_model(dir, dtype, device), s->tokenizer.get(),
+                                                        s->options);
+      s->host.info("native sampler ready: " + dir + " on " + device.str());
+    } else {
+      throw grpo::Error("the native sampler's load_format is auto (the model directory's weights) or trainer (the "
+                        "trainer's, handed over before the first call), not '" + load_format + "'");
+    }
     *out = reinterpret_cast<grpo_sampler_instance*>(s.release());
   });
 }
@@ -73,6 +105,9 @@ grpo_status generate(grpo_sampler_instance* self, const grpo_generate_request* r
                      grpo_error* err) {
   return grpo::detail::guarded(err, [&] {
     auto* s = reinterpret_cast<NativeSampler*>(self);
+    if (!s->engine)
+      throw grpo::Error("the native sampler was created with load_format 'trainer' and has no weights yet: "
+                        "load_weights (every parameter, the last bucket flagged) must come before generate");
     grpo::model::SamplingParams sp;
     sp.temperature = params->temperature;
     sp.top_p = params->top_p;
@@ -121,10 +156,42 @@ grpo_status generate(grpo_sampler_instance* self, const grpo_generate_request* r
   });
 }
 
+// The awaited model's parameters become the given tensors (their storage, on
+// their device, where dtype and device are the sampler's; else a copy); after
+// the last bucket, with every parameter given, the engine is built.
+void fill_awaited(NativeSampler& s, const grpo_named_tensor* tensors, size_t n, uint32_t flags) {
+  AwaitedModel& a = *s.awaited;
+  torch::NoGradGuard no_grad;
+  auto params = a.lm->named_parameters();
+  for (size_t i = 0; i < n; ++i) {
+    const std::string name(grpo::view(tensors[i].name));
+    at::Tensor* p = params.find(name);
+    if (!p) throw grpo::Error("load_weights: the model has no parameter '" + name + "'");
+    at::Tensor src = grpo::samplers::alias_of(tensors[i].tensor);
+    if (src.sizes() != p->sizes())
+      throw grpo::Error("load_weights: '" + name + "' has shape " + c10::str(src.sizes()) + ", the model " +
+                        c10::str(p->sizes()));
+    const bool alias = (flags & GRPO_WEIGHTS_VIEW) && src.scalar_type() == a.dtype && src.device() == a.device;
+    p->set_data(alias ? src : src.to(a.device, a.dtype, /*non_blocking=*/false, /*copy=*/true));
+    a.given.insert(name);
+  }
+  if (!(flags & GRPO_WEIGHTS_LAST_BUCKET)) return;
+  for (const auto& item : params)
+    if (!a.given.count(item.key()))
+      throw grpo::Error("load_weights: the last bucket came and '" + item.key() + "' was never given (" +
+                        std::to_string(a.given.size()) + " of " + std::to_string(params.size()) +
+                        " parameters were): with load_format 'trainer' every parameter must be");
+  for (at::Tensor& b : a.lm->buffers()) b.set_data(b.to(a.device));  // RoPE's frequencies, float32 as they are
+  s.engine = std::make_unique<grpo::model::Engine>(a.lm, s.tokenizer.get(), s.options);  // warms up with these weights
+  s.host.info("native sampler ready: " + s.dir + " on " + a.device.str() + ", with the trainer's weights");
+  s.awaited.reset();
+}
+
 grpo_status load_weights(grpo_sampler_instance* self, const grpo_named_tensor* tensors, size_t n, uint32_t flags,
                          grpo_error* err) {
   return grpo::detail::guarded(err, [&] {
     auto* s = reinterpret_cast<NativeSampler*>(self);
+    if (s->awaited) return fill_awaited(*s, tensors, n, flags);
     torch::NoGradGuard no_grad;
     auto params = s->engine->model()->named_parameters();
     for (size_t i = 0; i < n; ++i) {
@@ -153,6 +220,7 @@ const char* kOptions = R"json([
   {"name": "tokenizer", "type": "string", "default": null, "help": "tokenizer directory or tokenizer.json (default: the model's)"},
   {"name": "torch_dtype", "type": "string", "default": "float32", "help": "float32, bfloat16 or float16"},
   {"name": "device", "type": "string", "default": "cpu", "help": "cpu, cuda[:N] or auto (the trainer passes its own)"},
+  {"name": "load_format", "type": "string", "default": "auto", "help": "auto: the model directory's weights; trainer: none read, the trainer's tensors used as they arrive (grpo-host passes it)"},
   {"name": "num_threads", "type": "int", "default": 0, "help": "CPU threads (0 = all cores)"},
   {"name": "decode", "type": "string", "default": "auto", "help": "auto (slots on a GPU, eager on the CPU), eager or slots"},
   {"name": "max_num_seqs", "type": "int", "default": 256, "help": "rows decoded at once in slots; more wait for a finished row's slot"},
