@@ -42,6 +42,25 @@ TEST(Engine, TopK1IsGreedyAndMatchesTransformersContinuation) {
 // Every projection and the lm_head of each forward pass (2 layers x 7 + 1 at
 // this fixture's shapes; 4 tokens are a prefill and 3 decode steps) take the
 // decode matmul where the CPU has AVX-512: one that stopped would be missed.
+// Checked before any kernel runs: on a GPU an id past the embedding would be a
+// device-side assert, which ends the process's CUDA context.
+TEST(Engine, APromptIdOutsideTheVocabularyIsRefusedNamingIt) {
+  const int64_t V = engine().model()->config().vocab_size;
+  for (int32_t bad : {static_cast<int32_t>(V), -1}) {
+    std::vector<int32_t> prompt = kPrompt;
+    prompt[3] = bad;
+    try {
+      engine().generate({{kPrompt, 1, 7, {}}, {prompt, 1, 7, {}}}, params(4));
+      FAIL() << "expected an error for id " << bad;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("request 1: prompt id " + std::to_string(bad) + " is not a token id"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_EQ(engine().generate({{kPrompt, 1, 7, {}}}, params(16, 0.7, 1))[0].ids, std::vector<int32_t>(16, 296));
+}
+
 TEST(Engine, DecodesThroughTheSmallMatmulWhereTheCpuHasAvx512) {
   const int64_t before = cpu::small_linear_count();
   engine().generate({{kPrompt, 2, 3, {}}}, params(4));
