@@ -7,7 +7,7 @@
 //    same bytes (device to device with --device cuda: the trainer's weights
 //    and the server's engine on the same GPU, so the push goes over Gloo).
 //   bench_rollout [--preset small|base25m|qwen2.5-0.5b] [--prompts 16] [--new_tokens 32] [--threads N]
-//                 [--device cpu|cuda] [--push_only]
+//                 [--device cpu|cuda] [--dtype float32|bfloat16] [--push_only]
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -27,6 +27,7 @@
 
 #include "model/device.h"
 #include "model/device_memory.h"
+#include "model/dtype.h"
 #include "model/engine.h"
 #include "model/presets.h"
 #include "model/threads.h"
@@ -43,12 +44,13 @@ namespace {
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-std::string make_model(const std::string& preset) {
+// Drawn on `device` in `dtype`: a 7B model's draws on the CPU, serial, would take minutes.
+std::string make_model(const std::string& preset, at::Device device, at::ScalarType dtype) {
   const std::string dir = (std::filesystem::temp_directory_path() / ("grpo_bench_rollout_" + preset)).string();
   std::filesystem::create_directories(dir);
   tok::write_byte_level_tokenizer(dir);
   json config = model::preset_config("qwen2", preset, tok::kByteTokenizerVocabSize);
-  model::CausalLM lm = model::build_empty(model::ModelConfig::from_json(config, preset), at::kCPU, at::kFloat);
+  model::CausalLM lm = model::build_empty(model::ModelConfig::from_json(config, preset), device, dtype);
   model::init_weights(*lm, 0);
   model::save_model(*lm, dir);
   return dir;
@@ -93,7 +95,7 @@ int64_t count_tokens(const json& reply) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string preset = "small", device_name = "cpu";
+  std::string preset = "small", device_name = "cpu", dtype_name = "float32";
   int n_prompts = 16, new_tokens = 32, threads = 0;
   bool push_only = false;
   for (int i = 1; i < argc; ++i) {
@@ -105,16 +107,19 @@ int main(int argc, char** argv) {
     const char* value = argv[++i];
     if (!std::strcmp(argv[i - 1], "--preset")) preset = value;
     else if (!std::strcmp(argv[i - 1], "--device")) device_name = value;
+    else if (!std::strcmp(argv[i - 1], "--dtype")) dtype_name = value;
     else if (!std::strcmp(argv[i - 1], "--prompts")) n_prompts = std::atoi(value);
     else if (!std::strcmp(argv[i - 1], "--new_tokens")) new_tokens = std::atoi(value);
     else if (!std::strcmp(argv[i - 1], "--threads")) threads = std::atoi(value);
   }
   const int used_threads = model::configure_cpu_threads(threads);
   const at::Device device = model::parse_device(device_name, "--device");
-  const std::string dir = make_model(preset);
+  const at::ScalarType dtype = model::weight_dtype_from_name(dtype_name, "--dtype");
+  const std::string dir = make_model(preset, device, dtype);
 
   rollout::ServerOptions options;
   options.device = device;
+  options.dtype = dtype;
   options.model_dir = dir;
   options.port = 0;
   options.num_threads = used_threads;
@@ -126,7 +131,7 @@ int main(int argc, char** argv) {
   client.set_read_timeout(std::chrono::seconds(600));
 
   tok::Tokenizer tokenizer = tok::Tokenizer::from_dir(dir);
-  model::Engine engine(model::load_model(dir, at::kFloat, device), &tokenizer);
+  model::Engine engine(model::load_model(dir, dtype, device), &tokenizer);
   if (!push_only) {
     const auto prompts = prompts_of(n_prompts);
     std::vector<model::GenerateRequest> requests;
@@ -171,7 +176,7 @@ int main(int argc, char** argv) {
                 static_cast<long long>(health["engine_calls"].get<int64_t>()));
   }
 
-  // Weight push: the same model's parameters, float32.
+  // Weight push: the same model's parameters, in --dtype.
   rollout::NamedTensors weights;
   int64_t bytes = 0;
   for (auto& item : engine.model()->named_parameters()) {
@@ -222,7 +227,7 @@ int main(int argc, char** argv) {
   both.close();
   second.stop();
   second_serving.join();
-  std::printf("\n== weight push: %zu tensors, %.1f MB float32\n", weights.size(), mb);
+  std::printf("\n== weight push: %zu tensors, %.1f MB %s\n", weights.size(), mb, dtype_name.c_str());
   std::printf("%-44s %10.2f ms/MB  (%.1f GB/s)\n", device.is_cuda() ? "device-to-device copy of the same tensors" : "in-memory copy of the same tensors", 1e3 * copy_s / mb, static_cast<double>(bytes) / copy_s / 1e9);
   std::printf("%-44s %10.2f ms/MB  (%.1fx the copy)\n", "per parameter (HTTP + broadcast each)", 1e3 * per_param / mb,
               per_param / copy_s);

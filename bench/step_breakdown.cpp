@@ -8,13 +8,18 @@
 // Without --model a fresh `small` preset model is created (untrained, so its
 // completions run to max_completion_length: a generation-heavy step).
 //   bench_step --shape qwen2.5-0.5b [--steps 3] [--dtype float32|bfloat16] [--device cpu|cuda]
+//              [--prompts 2] [--generations 8] [--new_tokens 64] [--train_type full|lora] [--lora_rank 8]
+//              [--beta 0] [--gradient_checkpointing false] [--offload_optimizer false] [--peer true]
 // times a GRPO step at a real model's shape (random weights, the Qwen3
-// tokenizer of tests/data): 2 prompts x G 8, 64 new tokens, full-vocabulary
-// sampling, beta 0, every weight trained in that dtype, against the same step
-// taken in the same run by a peer on the torch wheel LibTorch came from: on
-// the CPU the plain PyTorch peer (bench/peer/qwen2_peer.py step), on a GPU
-// Hugging Face transformers' own model class, its generate and TRL's clipped
-// loss (bench/peer/hf_grpo_step.py).
+// tokenizer of tests/data): by default 2 prompts x G 8, 64 new tokens,
+// full-vocabulary sampling, beta 0, every weight trained in that dtype;
+// the seed's single-GPU shape is --shape qwen2.5-7b --train_type lora
+// --prompts 1 --generations 4 --new_tokens 1024 --beta 0.04
+// --gradient_checkpointing true. The same step is taken in the same run by a
+// peer on the torch wheel LibTorch came from: on the CPU the plain PyTorch
+// peer (bench/peer/qwen2_peer.py step, full training only), on a GPU Hugging
+// Face transformers' own model class, its generate, peft's LoRA and TRL's
+// clipped loss (bench/peer/hf_grpo_step.py) — shape_step.cpp.
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -26,7 +31,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "peer_process.h"
+#include "shape_step.h"
 #include "train_runs.h"
 
 namespace fs = std::filesystem;
@@ -46,112 +51,51 @@ bool run_and_sum(const std::string& cmd, const std::string& out, std::map<std::s
   return n >= 1;
 }
 
-// The GRPO step at a real shape, ours and the peer's; returns the exit status.
-int real_shape_step(const std::string& shape, const std::string& dtype, const std::string& device, int steps,
-                    int threads, const fs::path& work) {
-  const bool gpu = device != "cpu";
-  const std::string host = GRPO_HOST_EXE, src = GRPO_SOURCE_DIR;
-  const fs::path tokenizer = work / "tokenizer", model = work / "model";
-  fs::create_directories(tokenizer);
-  fs::copy_file(src + "/tests/data/qwen3-tokenizer.json", tokenizer / "tokenizer.json");
-  fs::copy_file(src + "/tests/data/qwen3-tokenizer_config.json", tokenizer / "tokenizer_config.json");
-  if (run(host + " init-model --arch qwen2 --preset " + shape + " --tokenizer " + tokenizer.string() + " --out " +
-          model.string() + " --seed 1") != 0)
-    return 1;
-  const std::string out = (work / "run").string();
-  const std::string train = host + " train --model " + model.string() + " --dataset " + src +
-                            "/configs/quickstart/train.jsonl --train_type full --torch_dtype " + dtype +
-                            " --reward_funcs format --num_generations 8 "
-                            "--per_device_train_batch_size 16 "
-                            "--gradient_accumulation_steps 1 --max_completion_length 64 --temperature 1 --top_k 0 "
-                            "--top_p 1 --beta 0 --learning_rate 1e-6 --gradient_checkpointing false --max_steps " +
-                            std::to_string(steps) + " --logging_steps 1 --save_steps 100000 --log_completions false "
-                            "--report_to none --num_threads " + std::to_string(threads) + " --output_dir " + out +
-                            (gpu ? "" : " --use_cpu true");
-  std::map<std::string, double> ours;
-  int n = 0;
-  if (!run_and_sum(train, out, ours, n)) return 1;
-  if (gpu && !ours.count("memory/allocated_gb")) {  // logged on a GPU only
-    std::fprintf(stderr, "grpo-host trained on the CPU: this process sees no GPU\n");
-    return 2;
-  }
-  // --prompt 17: about the chat-formatted quickstart prompts' length in the Qwen3 tokenizer.
-  const std::string shape_args = " --config " + (model / "config.json").string() +
-                                 " --prompts 2 --generations 8 --prompt 17 --new_tokens 64 --runs " + std::to_string(n) +
-                                 " --threads " + std::to_string(threads) + " --dtype " + dtype;
-  const std::string peer_cmd = std::string(GRPO_TORCH_PYTHON) + " " + src +
-                               (gpu ? "/bench/peer/hf_grpo_step.py --device " + device : "/bench/peer/qwen2_peer.py step") +
-                               shape_args;
-  // The peer's phases under the same names: log-probs and loss, backward, clipping and AdamW.
-  std::map<std::string, double> peer;
-  std::vector<double> peer_steps;
-  int peer_n = 0;
-  for (const nlohmann::json& j : grpo::bench::peer_lines(peer_cmd)) {
-    if (!j.contains("step_s")) continue;
-    peer_steps.push_back(j["step_s"].get<double>());
-    peer["step_time"] += j["step_s"].get<double>();
-    peer["time/generate"] += j["generate_s"].get<double>();
-    peer["time/logprob"] += j["forward_s"].get<double>();
-    peer["time/backward"] += j["backward_s"].get<double>();
-    peer["time/optimizer"] += j["optimizer_s"].get<double>();
-    peer["peak_gb"] = std::max(peer["peak_gb"], j.value("peak_gb", 0.0));
-    ++peer_n;
-  }
-  std::printf("\nGRPO step at %s's shape (2 prompts x G 8, 64 new tokens, %s, beta 0) on %s, %d steps after the first\n",
-              shape.c_str(), dtype.c_str(), device.c_str(), n);
-  const char* phases[] = {"step_time", "time/generate", "time/logprob", "time/backward", "time/optimizer"};
-  std::printf("%-10s %10s %10s %14s %10s %10s\n", "", "step s", "generate s", "log-probs s", "backward s",
-              "optimizer s");
-  const auto row = [&](const char* who, std::map<std::string, double>& t, int runs) {
-    std::printf("%-10s", who);
-    for (const char* k : phases) std::printf(" %10.2f", t[k] / runs);
-    std::printf("\n");
-  };
-  row("grpo", ours, n);
-  if (peer_n == 0) {
-    std::fprintf(stderr, "the peer did not run (it runs on the torch wheel LibTorch came from: scripts/setup.sh installs it); "
-                         "rerun its command above to see why\n");
-    return 1;
-  }
-  row("peer", peer, peer_n);
-  std::printf("%-10s", "peer/grpo");
-  for (const char* k : phases) std::printf(" %9.2fx", (peer[k] / peer_n) / (ours[k] / n));
-  std::printf("\n(grpo's optimizer phase includes gradient clipping, as the peer's does)\n");
-  if (gpu) {  // each phase's peak as logged, the largest of the run; the peer's over its whole step
-    double ours_peak = 0;
-    for (const char* k : {"memory/generation_peak_gb", "memory/logprob_peak_gb", "memory/backward_peak_gb",
-                          "memory/optimizer_peak_gb"})
-      for (double v : grpo::bench::per_step(out, k)) ours_peak = std::max(ours_peak, v);
-    std::printf("peak device memory, GiB: grpo %.2f, peer %.2f\n", ours_peak, peer["peak_gb"]);
-  }
-  // Ours settles after the second step: the first allocates AdamW's state, the
-  // second grows the heap to its peak, from then on nothing is faulted in.
-  std::printf("each step, s: grpo");
-  for (double t : grpo::bench::per_step(out, "step_time")) std::printf(" %.2f", t);
-  std::printf(" (the first included); peer");
-  for (double t : peer_steps) std::printf(" %.2f", t);
-  std::printf(" (after its warm-up step)\n");
-  return 0;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string model, shape, dtype = "float32", device = "cpu";
-  int steps = 6, threads = 2;
-  for (int i = 1; i + 1 < argc; ++i) {
+  std::string model;
+  grpo::bench::ShapeStep shape;
+  int& steps = shape.steps;
+  int& threads = shape.threads;
+  const auto flag = [](const char* v) {
+    if (std::string(v) != "true" && std::string(v) != "false") {
+      std::fprintf(stderr, "bench_step: a boolean option takes true or false, not '%s'\n", v);
+      std::exit(2);
+    }
+    return std::string(v) == "true";
+  };
+  for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--model") model = argv[++i];
-    else if (a == "--steps") steps = std::atoi(argv[++i]);
-    else if (a == "--threads") threads = std::atoi(argv[++i]);
-    else if (a == "--shape") shape = argv[++i];
-    else if (a == "--dtype") dtype = argv[++i];
-    else if (a == "--device") device = argv[++i];
+    if (i + 1 == argc) {
+      std::fprintf(stderr, "bench_step: %s needs a value\n", a.c_str());
+      return 2;
+    }
+    const char* v = argv[++i];
+    if (a == "--model") model = v;
+    else if (a == "--steps") steps = std::atoi(v);
+    else if (a == "--threads") threads = std::atoi(v);
+    else if (a == "--shape") shape.shape = v;
+    else if (a == "--dtype") shape.dtype = v;
+    else if (a == "--device") shape.device = v;
+    else if (a == "--prompts") shape.prompts = std::atoi(v);
+    else if (a == "--generations") shape.generations = std::atoi(v);
+    else if (a == "--new_tokens") shape.new_tokens = std::atoi(v);
+    else if (a == "--train_type") shape.train_type = v;
+    else if (a == "--lora_rank") shape.lora_rank = std::atoi(v);
+    else if (a == "--beta") shape.beta = std::atof(v);
+    else if (a == "--gradient_checkpointing") shape.gradient_checkpointing = flag(v);
+    else if (a == "--offload_optimizer") shape.offload_optimizer = flag(v);
+    else if (a == "--peer") shape.peer = flag(v);
+    else {
+      std::fprintf(stderr, "bench_step: unknown option %s (see the comment atop bench/step_breakdown.cpp)\n", a.c_str());
+      return 2;
+    }
   }
   const fs::path work = fs::temp_directory_path() / ("grpo_bench_step_" + std::to_string(getpid()));
   fs::create_directories(work);
-  if (!shape.empty()) {
-    const int status = real_shape_step(shape, dtype, device, steps, threads, work);
+  if (!shape.shape.empty()) {
+    const int status = grpo::bench::shape_step(shape, work);
     fs::remove_all(work);
     return status;
   }

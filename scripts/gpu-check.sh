@@ -5,7 +5,10 @@
 # and the 0.5B generation benchmark against transformers (part 1); with
 # GPU_CHECK_PART=2, on the machine part 1 left warm, the GRPO step benchmark
 # against transformers + TRL's loss, the rollout server on the GPU, the weight
-# push and the 1.5B and 7B shapes. Each writes at most 8
+# push and the 1.5B and 7B shapes; with GPU_CHECK_PART=3 (a call of its own,
+# on a fresh machine or a warm one), the seed's single-GPU shapes: the GRPO
+# step at Qwen2.5-7B's shape with LoRA against transformers + peft + TRL's
+# loss, full-parameter 7B, and the 7B weight push. Each writes at most 8
 # files under $OUT. The machine has a toolchain, nvcc and torch but no network and no
 # Debian -dev packages: the libraries come from Debian's packages as one
 # relocatable prefix in gpu-carry/ (scripts/gpu-carry.sh makes it here),
@@ -13,6 +16,7 @@
 #
 #   run(command="bash scripts/gpu-check.sh", carry=["gpu-carry"], timeout_s=540, kind="nvidia-h200")
 #   run(command="GPU_CHECK_PART=2 GPU_CHECK_BUDGET=240 bash scripts/gpu-check.sh", carry=["gpu-carry"], timeout_s=280)
+#   run(command="GPU_CHECK_PART=3 GPU_CHECK_BUDGET=500 bash scripts/gpu-check.sh", carry=["gpu-carry"], timeout_s=540, kind="nvidia-h200")
 #
 # Each phase has a deadline within GPU_CHECK_BUDGET seconds (default 460), so
 # the results of the phases that finished always come back.
@@ -33,7 +37,7 @@ SUMMARY="$OUT/summary.txt"
 # and the 0.5B generation benchmark. Part 2, on the machine part 1 left warm
 # (its build kept): the step benchmark, the rollout server on the GPU, the
 # weight push and the 1.5B and 7B shapes. One call each, within the session's
-# device time.
+# device time. Part 3 builds what it runs itself (the 7B step and push).
 PART="${GPU_CHECK_PART:-1}"
 # No network there: a hub lookup by transformers fails at once instead of waiting.
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
@@ -127,6 +131,25 @@ if [ "$PART" = 1 ]; then
   # generate on the same GPU, each figure next to the rooflines of this run.
   phase bench-engine 0 "$BUILD_DIR/bin/bench_engine" --shape qwen2.5-0.5b --dtype bfloat16 --device cuda \
     --decode both --hf --batches 1,16,64,256,512 --new_tokens 64 >"$OUT/bench.txt" 2>&1
+elif [ "$PART" = 3 ]; then
+  phase build-part-3 280 cmake --build "$BUILD_DIR" -j "$JOBS" --target grpo_runtime bench_step bench_rollout \
+    "${KEEP_GOING[@]}" >>"$OUT/build.log" 2>&1
+  # The seed's single-GPU command (ms-swift's guide): Qwen2.5-7B, LoRA rank 8
+  # on every linear layer, 1 prompt x G 4, 1,024 new tokens, bf16, beta 0.04,
+  # gradient checkpointing; against transformers + peft in the same run.
+  phase bench-step-7b-lora 120 "$BUILD_DIR/bin/bench_step" --shape qwen2.5-7b --dtype bfloat16 --device cuda \
+    --train_type lora --lora_rank 8 --prompts 1 --generations 4 --new_tokens 1024 --beta 0.04 \
+    --gradient_checkpointing true --steps 2 >"$OUT/bench.txt" 2>&1
+  # A phase cut by its deadline leaves its 15 GB model behind: the disk holds 64 GiB.
+  rm -rf /tmp/grpo_bench_step_*
+  # Full-parameter 7B on one GPU (AdamW's moments in bf16 fit an H200 beside the weights and the reference).
+  phase bench-step-7b-full 50 "$BUILD_DIR/bin/bench_step" --shape qwen2.5-7b --dtype bfloat16 --device cuda \
+    --train_type full --prompts 1 --generations 4 --new_tokens 1024 --beta 0.04 --gradient_checkpointing true \
+    --steps 2 --peer false >>"$OUT/bench.txt" 2>&1
+  rm -rf /tmp/grpo_bench_step_*
+  phase bench-push-7b 0 "$BUILD_DIR/bin/bench_rollout" --preset qwen2.5-7b --dtype bfloat16 --device cuda --push_only \
+    >>"$OUT/bench.txt" 2>&1
+  rm -rf /tmp/grpo_bench_rollout_qwen2.5-7b
 else
   phase build-part-2 200 cmake --build "$BUILD_DIR" -j "$JOBS" --target rollout_test bench_rollout bench_engine \
     "${KEEP_GOING[@]}" >>"$OUT/build.log" 2>&1

@@ -169,7 +169,8 @@ def grpo_step(model, optimizer, prompts, generations, new_tokens, clip=0.2):
     optimizer.step()
     t2 = time.perf_counter()
     return {"step_s": t2 - t0, "generate_s": t1 - t0, "train_s": t2 - t1, "forward_s": t_forward - t1,
-            "backward_s": t_backward - t_forward, "optimizer_s": t2 - t_backward}
+            "backward_s": t_backward - t_forward, "optimizer_s": t2 - t_backward,
+            "completion_tokens": int(completions.numel())}
 
 
 def step(args):
