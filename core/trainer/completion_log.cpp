@@ -20,7 +20,9 @@ CompletionLog::CompletionLog(const std::string& output_dir) : out_(created_path(
 
 void CompletionLog::write(int64_t step, const std::vector<Sample>& samples, const rewards::RewardMatrix& rewards,
                           const at::Tensor& advantages) {
-  at::Tensor adv = advantages.to(at::kDouble).contiguous();
+  // Read back once: a read per row would wait for the device once per completion.
+  const at::Tensor adv = advantages.to(at::kCPU, at::kDouble).contiguous();
+  const double* adv_of = adv.data_ptr<double>();
   std::string lines;
   for (size_t i = 0; i < samples.size(); ++i) {
     const Sample& c = samples[i];
@@ -46,7 +48,7 @@ void CompletionLog::write(int64_t step, const std::vector<Sample>& samples, cons
     }
     line["rewards"] = by_name;
     line["reward"] = std::isnan(rewards.total[i]) ? nlohmann::json() : nlohmann::json(rewards.total[i]);
-    line["advantage"] = adv[static_cast<int64_t>(i)].item<double>();
+    line["advantage"] = adv_of[i];
     lines += line.dump() + '\n';
   }
   out_.append(lines);

@@ -1,8 +1,10 @@
 #include "trainer/reward_model.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 
 #include <nlohmann/json.hpp>
 #include <torch/types.h>
@@ -81,30 +83,74 @@ std::string RewardModel::text_of(const Sample& sample) const {
   return tok::render_chat(*tokenizer_, family_, messages, options);
 }
 
-double RewardModel::score_ids(const std::vector<int32_t>& ids) { return score_tensor(ids).item<double>(); }
+double RewardModel::score_ids(const std::vector<int32_t>& ids) { return score_rows({ids})[0]; }
 
-at::Tensor RewardModel::score_tensor(const std::vector<int32_t>& ids) {
-  const auto on_device = at::TensorOptions().dtype(at::kDouble).device(head_.device());
-  if (ids.empty()) return at::full({}, std::numeric_limits<double>::quiet_NaN(), on_device);
-  torch::NoGradGuard no_grad;
-  // transformers: the rightmost token that is not the pad token.
-  int64_t last = static_cast<int64_t>(ids.size()) - 1;
-  if (pad_id_ >= 0)
-    while (last > 0 && ids[static_cast<size_t>(last)] == pad_id_) --last;
+at::Tensor RewardModel::score_batch(const std::vector<std::vector<int32_t>>& rows, const std::vector<size_t>& which) {
+  size_t longest = 0;
+  for (size_t r : which) longest = std::max(longest, rows[r].size());
+  const auto n = static_cast<int64_t>(which.size()), L = static_cast<int64_t>(longest);
+  at::Tensor ids = at::zeros({n, L}, at::kLong), mask = at::zeros({n, L}, at::kLong);
+  auto id_at = ids.accessor<int64_t, 2>(), mask_at = mask.accessor<int64_t, 2>();
+  for (int64_t i = 0; i < n; ++i) {
+    const std::vector<int32_t>& row = rows[which[static_cast<size_t>(i)]];
+    const int64_t pad = L - static_cast<int64_t>(row.size());
+    for (size_t t = 0; t < row.size(); ++t) {
+      id_at[i][pad + static_cast<int64_t>(t)] = row[t];
+      mask_at[i][pad + static_cast<int64_t>(t)] = 1;
+    }
+  }
   const at::Device device = head_.device();
-  at::Tensor input = at::tensor(std::vector<int64_t>(ids.begin(), ids.end()), at::kLong).unsqueeze(0).to(device);
-  at::Tensor hidden = body_->hidden_states(input).select(0, 0).select(0, last);  // [H]
-  return at::matmul(head_, hidden).to(at::kDouble).reshape({});
+  torch::NoGradGuard no_grad;
+  // Left-padded, every row's last token is the last position (positions come from the mask).
+  at::Tensor hidden = body_->hidden_states(ids.to(device), mask.to(device)).select(1, L - 1);  // [n, H]
+  return at::matmul(hidden, head_.t()).reshape({n}).to(at::kDouble);
+}
+
+std::vector<double> RewardModel::score_rows(std::vector<std::vector<int32_t>> rows) {
+  std::vector<double> out(rows.size(), std::numeric_limits<double>::quiet_NaN());
+  std::vector<size_t> scored;  // distinct rows with a token, in batches of consecutive ones
+  // A row equal to an earlier one takes its score: the same completion scores the same to the last bit
+  // (a batched matmul need not give equal rows equal bits), so a group of equal completions keeps a
+  // standard deviation of exactly zero.
+  std::map<std::vector<int32_t>, size_t> first_of;
+  std::vector<std::pair<size_t, size_t>> copies;  // (row, the earlier row it equals)
+  for (size_t r = 0; r < rows.size(); ++r) {
+    std::vector<int32_t>& ids = rows[r];
+    if (ids.empty()) continue;
+    // transformers: the rightmost token that is not the pad token; causal attention makes the rest irrelevant.
+    size_t last = ids.size() - 1;
+    if (pad_id_ >= 0)
+      while (last > 0 && ids[last] == pad_id_) --last;
+    ids.resize(last + 1);
+    const auto [it, fresh] = first_of.emplace(ids, r);
+    if (fresh) scored.push_back(r);
+    else copies.emplace_back(r, it->second);
+  }
+  std::vector<at::Tensor> scores;  // read back together: a GPU would wait at each read
+  for (size_t begin = 0; begin < scored.size();) {
+    std::vector<size_t> batch;
+    size_t longest = 0;
+    for (size_t k = begin; k < scored.size(); ++k) {
+      const size_t l = std::max(longest, rows[scored[k]].size());
+      if (!batch.empty() && static_cast<int64_t>(l * (batch.size() + 1)) > kBatchTokens) break;
+      longest = l;
+      batch.push_back(scored[k]);
+    }
+    scores.push_back(score_batch(rows, batch));
+    begin += batch.size();
+  }
+  if (scores.empty()) return out;
+  const at::Tensor host = at::cat(scores).to(at::kCPU).contiguous();
+  for (size_t k = 0; k < scored.size(); ++k) out[scored[k]] = host.data_ptr<double>()[k];
+  for (const auto& [row, earlier] : copies) out[row] = out[earlier];
+  return out;
 }
 
 std::vector<double> RewardModel::score(const std::vector<Sample>& samples) {
-  if (samples.empty()) return {};
-  std::vector<at::Tensor> scores;  // read back together: a GPU would wait at each read
-  scores.reserve(samples.size());
-  for (const Sample& s : samples)
-    scores.push_back(score_tensor(tokenizer_->encode(text_of(s), /*add_special_tokens=*/false)));
-  const at::Tensor host = at::stack(scores).to(at::kCPU).contiguous();
-  return {host.data_ptr<double>(), host.data_ptr<double>() + host.numel()};
+  std::vector<std::vector<int32_t>> rows;
+  rows.reserve(samples.size());
+  for (const Sample& s : samples) rows.push_back(tokenizer_->encode(text_of(s), /*add_special_tokens=*/false));
+  return score_rows(std::move(rows));
 }
 
 }  // namespace grpo::trainer

@@ -30,14 +30,19 @@ class RewardModel : public rewards::HostReward {
   std::vector<double> score(const std::vector<Sample>& samples) override;
 
   // The reward of one token sequence: the score head at the last token that
-  // is not the pad token (the last token when none is set).
+  // is not the pad token (the last token when none is set); NaN for none.
   double score_ids(const std::vector<int32_t>& ids);
+  // The same for many: left-padded into batches of at most kBatchTokens
+  // padded tokens, one forward per batch, the scores read back once.
+  std::vector<double> score_rows(std::vector<std::vector<int32_t>> rows);
+  static constexpr int64_t kBatchTokens = 16384;
   // The text a sample is scored on: its prompt's messages then the
   // completion as the assistant's turn, in the reward model's template.
   std::string text_of(const Sample& sample) const;
 
  private:
-  at::Tensor score_tensor(const std::vector<int32_t>& ids);  // score_ids, left on the model's device
+  // rows[which[k]] for each k, left-padded into one batch: [which.size()] on the model's device.
+  at::Tensor score_batch(const std::vector<std::vector<int32_t>>& rows, const std::vector<size_t>& which);
 
   std::string name_;
   std::unique_ptr<tok::Tokenizer> tokenizer_;

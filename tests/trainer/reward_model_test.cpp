@@ -5,6 +5,7 @@
 // through the head.
 #include "trainer/reward_model.h"
 
+#include <cmath>
 #include <filesystem>
 
 #include <gtest/gtest.h>
@@ -67,6 +68,33 @@ TEST(RewardModel, ScoresTheLastNonPadTokenThroughTheScoreHead) {
   padded.insert(padded.end(), {static_cast<int32_t>(kPad), static_cast<int32_t>(kPad)});
   EXPECT_NEAR(rm.score_ids(padded), oracle(dir, head, padded, 3), 1e-5);
   EXPECT_GT(std::abs(oracle(dir, head, padded, 5) - oracle(dir, head, padded, 3)), 1e-4);  // the rule matters
+}
+
+// Many rows are left-padded into batches (of at most kBatchTokens padded
+// tokens): each row's score is its own, whatever its neighbours' lengths.
+TEST(RewardModel, ABatchOfManyLengthsScoresEachRowAsAlone) {
+  const std::string dir = tiny_run_dir("reward_model_batch");
+  const at::Tensor head = write_reward_model(dir);
+  trainer::RewardModel rm(dir + "/rm", at::kFloat);
+  const auto pad = static_cast<int32_t>(kPad);
+  std::vector<std::vector<int32_t>> rows = {{60, 61, 62, 63}, {70}, {}, {80, 81, 82, 83, 84, 85, 86, 87, 88},
+                                            {60, 61, 62, 63, pad, pad}, {pad}};
+  std::vector<int64_t> at = {3, 0, -1, 8, 3, 0};  // the token scored: the last that is no pad (a lone pad: itself)
+  // Long rows after them: more padded tokens than one batch takes.
+  const int64_t long_len = 1000, per_batch = trainer::RewardModel::kBatchTokens / long_len;
+  for (int64_t r = 0; r < per_batch + 2; ++r) {
+    std::vector<int32_t> row;
+    for (int64_t t = 0; t < long_len - r; ++t) row.push_back(static_cast<int32_t>(40 + (t * 7 + r) % 90));
+    rows.push_back(row);
+    at.push_back(long_len - r - 1);
+  }
+  const std::vector<double> scores = rm.score_rows(rows);
+  ASSERT_EQ(scores.size(), rows.size());
+  EXPECT_TRUE(std::isnan(scores[2])) << "an empty row has no score";
+  for (size_t r : {size_t{0}, size_t{1}, size_t{3}, size_t{4}, size_t{5}, size_t{6}, rows.size() - 1})
+    EXPECT_NEAR(scores[r], oracle(dir, head, rows[r], at[r]), 1e-4) << "row " << r;
+  EXPECT_EQ(scores[0], scores[4]) << "trailing pads change nothing";
+  EXPECT_NEAR(rm.score_ids(rows[3]), scores[3], 1e-5);
 }
 
 TEST(RewardModel, ScoresPromptAndCompletionInItsOwnTemplate) {
