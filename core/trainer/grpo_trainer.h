@@ -149,6 +149,7 @@ class GrpoTrainer {
   dist::World& world_;  // this process's rank; one process: a world of one
   int64_t max_steps_ = 0;
   bool needs_old_logp_ = false;  // the policy moves while a generation batch is still being trained on
+  OffloadArenas offload_arenas_;  // host memory of --offload_model / --offload_optimizer, reused every step
   tok::Tokenizer tokenizer_;
   plugins::PluginRegistry registry_;
   std::unique_ptr<PromptSource> prompts_, val_prompts_;

@@ -19,21 +19,31 @@
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 
+#include "trainer/host_arena.h"
+
 namespace grpo::trainer {
 
-// `t` copied into host memory, pinned when `t` lives on a GPU. Issued
-// asynchronously: model::synchronize(device) before the host reads it.
-at::Tensor host_copy(const at::Tensor& t);
+// Where each kind of offloaded tensor waits in host memory, kept across
+// steps so that every offload reuses the memory of the one before.
+struct OffloadArenas {
+  HostArena reference, gradients, moments;
+};
+
+// `t` copied into host memory (into `arena` when given), pinned when `t`
+// lives on a GPU. Issued asynchronously: model::synchronize(device) before
+// the host reads it.
+at::Tensor host_copy(const at::Tensor& t, HostArena* arena = nullptr);
 
 // AdamW's moments (exp_avg, exp_avg_sq, max_exp_avg_sq) moved to `device`
-// (host memory: at::kCPU), or back onto each parameter's own device. Returns
-// the bytes moved.
-int64_t optimizer_state_to(torch::optim::Optimizer& optimizer, const at::Device& device);
+// (host memory: at::kCPU, into `arena` from its start when given), or back
+// onto each parameter's own device. Returns the bytes moved.
+int64_t optimizer_state_to(torch::optim::Optimizer& optimizer, const at::Device& device, HostArena* arena = nullptr);
 int64_t optimizer_state_to_devices(torch::optim::Optimizer& optimizer);
 
-// A module's parameters and buffers moved to `device`; the tensors stay the
-// module's own (their data is replaced), so nothing holding them goes stale.
-int64_t move_module(torch::nn::Module& module, const at::Device& device);
+// A module's parameters and buffers moved to `device` (to host memory: into
+// `arena` from its start when given); the tensors stay the module's own
+// (their data is replaced), so nothing holding them goes stale.
+int64_t move_module(torch::nn::Module& module, const at::Device& device, HostArena* arena = nullptr);
 
 // The policy's gradient buffers while the sampler generates. Between steps
 // they hold zeros, so they are freed and made again as zeros (nothing to
@@ -41,7 +51,7 @@ int64_t move_module(torch::nn::Module& module, const at::Device& device);
 // and back. Parameters without a gradient (another ZeRO rank's) stay so.
 class ParkedGradients {
  public:
-  ParkedGradients(std::vector<at::Tensor> params, bool all_zero);
+  ParkedGradients(std::vector<at::Tensor> params, bool all_zero, HostArena* arena = nullptr);
   void restore();
   int64_t bytes() const { return bytes_; }
 
@@ -62,7 +72,7 @@ class AwayForSampling {
  public:
   AwayForSampling() = default;  // nothing away
   AwayForSampling(torch::nn::Module* reference, const at::Device& home, std::vector<at::Tensor> params,
-                  bool gradients_zero);
+                  bool gradients_zero, OffloadArenas* arenas = nullptr);
   AwayForSampling(AwayForSampling&& other) noexcept;
   AwayForSampling& operator=(AwayForSampling&&) = delete;
   ~AwayForSampling();  // restore(), if not done; an error then is logged, not thrown

@@ -196,6 +196,10 @@ TEST(TrainGpu, OffloadAndSleepFlagsLowerTheMeasuredPeaks) {
   expect_same_logs(dir + "/base", dir + "/sleep", 3, 1e-5);
   const double offloaded = o[2]["memory/offloaded_gb"].get<double>();
   EXPECT_GT(offloaded, 0.0);
+  // The pinned host memory is taken once and reused: it does not grow step to step, nor exceed what
+  // moved by more than the arenas' first chunks (1 MiB each).
+  EXPECT_EQ(o[2]["memory/offload_host_gb"].get<double>(), o[1]["memory/offload_host_gb"].get<double>());
+  EXPECT_LE(o[2]["memory/offload_host_gb"].get<double>(), offloaded + 0.01);
   const double fell = b[2]["memory/generation_peak_gb"].get<double>() - o[2]["memory/generation_peak_gb"].get<double>();
   EXPECT_GE(fell, 0.9 * offloaded) << "generation peak " << b[2]["memory/generation_peak_gb"] << " -> "
                                    << o[2]["memory/generation_peak_gb"] << ", " << offloaded << " GiB offloaded";
