@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 
 #include <grpo/sdk.hpp>
 #include <torch/types.h>
@@ -156,6 +157,19 @@ grpo_status generate(grpo_sampler_instance* self, const grpo_generate_request* r
   });
 }
 
+// The model's parameter that `t` names, and `t`'s tensor, checked to have its shape.
+std::pair<at::Tensor*, at::Tensor> matched(torch::OrderedDict<std::string, at::Tensor>& params,
+                                           const grpo_named_tensor& t) {
+  const std::string name(grpo::view(t.name));
+  at::Tensor* p = params.find(name);
+  if (!p) throw grpo::Error("load_weights: the model has no parameter '" + name + "'");
+  at::Tensor src = grpo::samplers::alias_of(t.tensor);
+  if (src.sizes() != p->sizes())
+    throw grpo::Error("load_weights: '" + name + "' has shape " + c10::str(src.sizes()) + ", the model " +
+                      c10::str(p->sizes()));
+  return {p, src};
+}
+
 // The awaited model's parameters become the given tensors (their storage, on
 // their device, where dtype and device are the sampler's; else a copy); after
 // the last bucket, with every parameter given, the engine is built.
@@ -164,16 +178,10 @@ void fill_awaited(NativeSampler& s, const grpo_named_tensor* tensors, size_t n, 
   torch::NoGradGuard no_grad;
   auto params = a.lm->named_parameters();
   for (size_t i = 0; i < n; ++i) {
-    const std::string name(grpo::view(tensors[i].name));
-    at::Tensor* p = params.find(name);
-    if (!p) throw grpo::Error("load_weights: the model has no parameter '" + name + "'");
-    at::Tensor src = grpo::samplers::alias_of(tensors[i].tensor);
-    if (src.sizes() != p->sizes())
-      throw grpo::Error("load_weights: '" + name + "' has shape " + c10::str(src.sizes()) + ", the model " +
-                        c10::str(p->sizes()));
+    auto [p, src] = matched(params, tensors[i]);
     const bool alias = (flags & GRPO_WEIGHTS_VIEW) && src.scalar_type() == a.dtype && src.device() == a.device;
     p->set_data(alias ? src : src.to(a.device, a.dtype, /*non_blocking=*/false, /*copy=*/true));
-    a.given.insert(name);
+    a.given.emplace(grpo::view(tensors[i].name));
   }
   if (!(flags & GRPO_WEIGHTS_LAST_BUCKET)) return;
   for (const auto& item : params)
@@ -195,13 +203,7 @@ grpo_status load_weights(grpo_sampler_instance* self, const grpo_named_tensor* t
     torch::NoGradGuard no_grad;
     auto params = s->engine->model()->named_parameters();
     for (size_t i = 0; i < n; ++i) {
-      const std::string name(grpo::view(tensors[i].name));
-      at::Tensor* p = params.find(name);
-      if (!p) throw grpo::Error("load_weights: the model has no parameter '" + name + "'");
-      at::Tensor src = grpo::samplers::alias_of(tensors[i].tensor);
-      if (src.sizes() != p->sizes())
-        throw grpo::Error("load_weights: '" + name + "' has shape " + c10::str(src.sizes()) + ", the model " +
-                          c10::str(p->sizes()));
+      auto [p, src] = matched(params, tensors[i]);
       if ((flags & GRPO_WEIGHTS_VIEW) && src.scalar_type() == p->scalar_type() && src.device() == p->device())
         p->set_(src);  // share the trainer's storage: later in-place updates need no transfer
       else
