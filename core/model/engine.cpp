@@ -150,11 +150,41 @@ void Engine::prefill(EngineCall& call) {
     reused_ids_ += static_cast<int64_t>(from);
     prefilled_ids_ += static_cast<int64_t>(rest.back().size());
   }
-  call.prompts = KvCache::of_rows(reused);
+  // Consecutive prompts whose padded new tokens fit max_prefill_tokens share a forward.
+  std::vector<size_t> starts = {0};
+  for (size_t p = 0, longest = 0; p < rest.size(); ++p) {
+    longest = std::max(longest, rest[p].size());
+    const auto rows = static_cast<int64_t>(p + 1 - starts.back());
+    if (options_.max_prefill_tokens > 0 && rows > 1 && rows * static_cast<int64_t>(longest) > options_.max_prefill_tokens)
+      starts.push_back(p), longest = rest[p].size();
+  }
+  starts.push_back(rest.size());
+  const at::Device device = model_->model->embed_tokens->weight.device();
+  const auto forward = [&](size_t begin, size_t end, KvCache& cache) {  // the last positions' logits [n, V]
+    auto [ids, mask] = left_padded(std::vector<std::vector<int32_t>>(rest.begin() + static_cast<std::ptrdiff_t>(begin),
+                                                                     rest.begin() + static_cast<std::ptrdiff_t>(end)),
+                                   device);
+    at::Tensor hidden = model_->hidden_states(ids, mask, {}, &cache);  // [n, L, H]
+    return model_->logits(hidden.select(1, hidden.size(1) - 1));
+  };
+  if (starts.size() == 2) {
+    call.prompts = KvCache::of_rows(reused);
+    call.last = forward(0, rest.size(), call.prompts);
+  } else {  // each batch's rows, their padding left out, then one cache of them all
+    std::vector<std::vector<std::pair<at::Tensor, at::Tensor>>> rows(rest.size());
+    std::vector<at::Tensor> last;
+    for (size_t c = 0; c + 1 < starts.size(); ++c) {
+      const auto begin = static_cast<std::ptrdiff_t>(starts[c]), end = static_cast<std::ptrdiff_t>(starts[c + 1]);
+      KvCache part = KvCache::of_rows(decltype(reused)(reused.begin() + begin, reused.begin() + end));
+      last.push_back(forward(starts[c], starts[c + 1], part));
+      for (std::ptrdiff_t p = begin; p < end; ++p) rows[static_cast<size_t>(p)] = part.real_row(p - begin);
+    }
+    std::vector<const std::vector<std::pair<at::Tensor, at::Tensor>>*> all;
+    for (const auto& r : rows) all.push_back(&r);
+    call.prompts = KvCache::of_rows(all);
+    call.last = at::cat(last);
+  }
   kept_.clear();  // copied into the cache; this call's completions replace them
-  auto [prompt_ids, prompt_mask] = left_padded(rest, model_->model->embed_tokens->weight.device());
-  at::Tensor hidden = model_->hidden_states(prompt_ids, prompt_mask, {}, &call.prompts);  // [P, L, H]
-  call.last = model_->logits(hidden.select(1, hidden.size(1) - 1));                      // [P, V]
 }
 
 // Rows decode in one batch; finished rows leave it at once, so no compute

@@ -74,6 +74,11 @@ struct EngineOptions {
   // gets their memory back (vLLM's sleep mode); the next call allocates and
   // captures again.
   bool release_after_call = false;
+  // New prompt tokens (padded) one prefill forward takes at most (vLLM's
+  // max_num_batched_tokens): more distinct prompts are prefilled a batch of
+  // them at a time, so the forward's activations stay bounded however many
+  // prompts a call has. 0: all at once.
+  int64_t max_prefill_tokens = 16384;
 };
 
 // How the last call decoded.

@@ -217,3 +217,28 @@ TEST(Engine, ANextTurnReusesTheKeptCompletionAndSamplesAsAFullPrefill) {
   reusing.generate(turn2, p, {false, false});
   EXPECT_EQ(reusing.reused_ids(), 0);
 }
+
+// More distinct prompts than one prefill forward takes (max_prefill_tokens)
+// are prefilled a batch at a time: the same completions as all at once,
+// first turns and next turns that continue kept completions alike.
+TEST(Engine, PromptsPrefilledInBatchesSampleAsPrefilledAtOnce) {
+  EngineOptions small;
+  small.max_prefill_tokens = 12;  // the 11-token prompt alone; the short ones two by two
+  Engine batched(load_model(kDir), nullptr, small), whole(load_model(kDir));
+  std::vector<GenerateRequest> turn1 = {{kPrompt, 2, 11, {}}, {{1, 2, 3, 4}, 1, 12, {}}, {{5, 6}, 2, 13, {}},
+                                        {{7, 8, 9, 10, 11, 12}, 1, 14, {}}};
+  const auto p = params(8, 1.0);
+  auto out1 = batched.generate(turn1, p, {false, true});
+  expect_same(out1, whole.generate(turn1, p, {false, true}));
+  std::vector<GenerateRequest> turn2 = next_turns(turn1, out1, 100);
+  turn2.push_back({{9, 8, 7, 6, 5}, 1, 200, {}});
+  auto out2 = batched.generate(turn2, p, {true, false});
+  EXPECT_GT(batched.reused_ids(), 0);
+  expect_same(out2, whole.generate(turn2, p, {true, false}));
+  auto greedy = params(8, 1.0, 1);
+  expect_same(batched.generate(turn1, greedy), whole.generate(turn1, greedy));
+  // Decoding in slots (a GPU's way) takes the batched prefill's cache as it takes the whole one's.
+  small.decode = EngineOptions::Decode::Slots;
+  Engine slots(load_model(kDir), nullptr, small);
+  expect_same(slots.generate(turn1, p), whole.generate(turn1, p));
+}
