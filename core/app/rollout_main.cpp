@@ -65,6 +65,9 @@ Serves a model over HTTP with the rollout protocol of `trl vllm-serve` and `swif
                            share of the GPU's memory the server may hold once its KV cache is allocated
                            (default 0.9)
   --enforce_eager BOOL     decode without CUDA graphs (default false)
+  --max_num_batched_tokens N
+                           new prompt tokens (padded) one prefill forward takes at most (default 16384; 0:
+                           all at once); a call with more distinct prompts prefills them in batches
   --comm_timeout_s S       timeout of each weight-transfer step (default 300)
   --batch_wait_ms MS       how long to gather concurrent requests into one batch (default 2)
   --help, --version
@@ -78,7 +81,8 @@ Flags parse_flags(int argc, char** argv) {
                                  "model_revision",
                                  "use_hf", "api_key_file", "max_n", "max_connections",
                                  "max_connections_per_client", "client_timeout_s", "max_sequences_per_call",
-                                 "max_sequences_in_flight", "max_num_seqs", "gpu_memory_utilization", "enforce_eager"};
+                                 "max_sequences_in_flight", "max_num_seqs", "gpu_memory_utilization", "enforce_eager",
+                                 "max_num_batched_tokens"};
   Flags flags;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -168,6 +172,7 @@ grpo::rollout::ServerOptions server_options(const Flags& flags) {
                                                 "--torch_dtype");
   o.num_threads = static_cast<int>(int_flag(flags, "num_threads", 0, 0));
   o.engine.max_slots = int_flag(flags, "max_num_seqs", o.engine.max_slots, 1);
+  o.engine.max_prefill_tokens = int_flag(flags, "max_num_batched_tokens", o.engine.max_prefill_tokens, 0);
   if (auto it = flags.find("gpu_memory_utilization"); it != flags.end()) {
     char* end = nullptr;
     o.engine.memory_fraction = std::strtod(it->second.c_str(), &end);

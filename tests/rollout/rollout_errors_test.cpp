@@ -134,6 +134,11 @@ TEST(RolloutServer, HelpVersionAndBadFlags) {
   auto unknown = run("--model x --prot 1");
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_NE(unknown.output.find("--prot"), std::string::npos) << unknown.output;
+  EXPECT_NE(help.output.find("--max_num_batched_tokens"), std::string::npos) << help.output;
+  auto negative = run("--model /nonexistent/model --max_num_batched_tokens -1");
+  EXPECT_EQ(negative.exit_code, 2);
+  EXPECT_NE(negative.output.find("--max_num_batched_tokens must be an integer >= 0, got '-1'"), std::string::npos)
+      << negative.output;
   auto bad_dir = run("--model /nonexistent/model --port 0");
   EXPECT_EQ(bad_dir.exit_code, 1);
   EXPECT_NE(bad_dir.output.find("/nonexistent/model"), std::string::npos) << bad_dir.output;
