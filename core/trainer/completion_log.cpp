@@ -22,6 +22,8 @@ void CompletionLog::write(int64_t step, const std::vector<Sample>& samples, cons
                           const at::Tensor& advantages) {
   // Read back once: a read per row would wait for the device once per completion.
   const at::Tensor adv = advantages.to(at::kCPU, at::kDouble).contiguous();
+  TORCH_CHECK(adv.numel() == static_cast<int64_t>(samples.size()), "completion log: ", adv.numel(),
+              " advantages for ", samples.size(), " completions");
   const double* adv_of = adv.data_ptr<double>();
   std::string lines;
   for (size_t i = 0; i < samples.size(); ++i) {
