@@ -12,6 +12,7 @@
 #include "model/decode_graphs.h"
 #include "model/device_memory.h"
 #include "model/engine_call.h"
+#include "model/left_padded.h"
 #include "model/slot_decoder.h"
 #include "tokenizer/tokenizer.h"
 
@@ -47,28 +48,6 @@ void Engine::warm_up() {
   stats_ = DecodeStats{};
 }
 
-namespace {
-
-// Prompts left-padded into one batch: ids and mask [P, Lmax].
-std::pair<at::Tensor, at::Tensor> left_padded(const std::vector<std::vector<int32_t>>& prompts, at::Device device) {
-  size_t max_len = 0;
-  for (const auto& prompt : prompts) max_len = std::max(max_len, prompt.size());
-  const auto P = static_cast<int64_t>(prompts.size()), L = static_cast<int64_t>(max_len);
-  at::Tensor ids = at::zeros({P, L}, at::kLong), mask = at::zeros({P, L}, at::kLong);
-  // Written through accessors: a tensor op per id costs microseconds, 65k ids a tenth of a second.
-  auto id_at = ids.accessor<int64_t, 2>(), mask_at = mask.accessor<int64_t, 2>();
-  for (int64_t p = 0; p < P; ++p) {
-    const auto& prompt = prompts[static_cast<size_t>(p)];
-    const int64_t pad = L - static_cast<int64_t>(prompt.size());
-    for (size_t t = 0; t < prompt.size(); ++t) {
-      id_at[p][pad + static_cast<int64_t>(t)] = prompt[t];
-      mask_at[p][pad + static_cast<int64_t>(t)] = 1;
-    }
-  }
-  return {ids.to(device), mask.to(device)};
-}
-
-}  // namespace
 
 // A finished row's keys and values, for a next call that continues it: its
 // prompt and every sampled id but the last, which was never fed to the model.
@@ -159,6 +138,7 @@ void Engine::prefill(EngineCall& call) {
       starts.push_back(p), longest = rest[p].size();
   }
   starts.push_back(rest.size());
+  stats_.prefill_forwards = static_cast<int64_t>(starts.size()) - 1;
   const at::Device device = model_->model->embed_tokens->weight.device();
   const auto forward = [&](size_t begin, size_t end, KvCache& cache) {  // the last positions' logits [n, V]
     auto [ids, mask] = left_padded(std::vector<std::vector<int32_t>>(rest.begin() + static_cast<std::ptrdiff_t>(begin),

@@ -91,6 +91,7 @@ struct DecodeStats {
   int64_t compactions = 0;  // times the rows left were packed into the first slots
   int64_t graphs = 0;       // CUDA graphs held after the call
   int64_t replays = 0;      // steps that replayed one
+  int64_t prefill_forwards = 0;  // forwards the prompts were prefilled in (EngineOptions::max_prefill_tokens)
 };
 
 class SlotDecoder;

@@ -42,16 +42,16 @@ bool same_filters(const SamplingParams& a, const SamplingParams& b) {
 
 }  // namespace
 
+namespace {
+constexpr int64_t kSlotMarginBytes = int64_t{1} << 30;
+}  // namespace
+
 // A decoder large enough for this call, kept for the next ones: its shape
 // only grows, so the graphs captured for it stay valid across calls. On a GPU
 // the memory budget may hold fewer slots than asked: a decoder cut to that
 // count still serves calls that ask for more (the budget holds no more), and a
 // kept shape that would cost this call slots (one earlier call's long
 // capacity) gives way to this call's own.
-namespace {
-constexpr int64_t kSlotMarginBytes = int64_t{1} << 30;
-}  // namespace
-
 SlotDecoder& Engine::slot_decoder(const EngineCall& call) {
   const at::TensorOptions weights = model_->model->embed_tokens->weight.options();
   const auto rows = static_cast<int64_t>(call.out.size());

@@ -10,6 +10,7 @@
 #include <torch/types.h>
 
 #include "model/checkpoint_files.h"
+#include "model/left_padded.h"
 #include "model/model_config.h"
 #include "model/weights.h"
 #include "tokenizer/chat_prompt.h"
@@ -86,24 +87,13 @@ std::string RewardModel::text_of(const Sample& sample) const {
 double RewardModel::score_ids(const std::vector<int32_t>& ids) { return score_rows({ids})[0]; }
 
 at::Tensor RewardModel::score_batch(const std::vector<std::vector<int32_t>>& rows, const std::vector<size_t>& which) {
-  size_t longest = 0;
-  for (size_t r : which) longest = std::max(longest, rows[r].size());
-  const auto n = static_cast<int64_t>(which.size()), L = static_cast<int64_t>(longest);
-  at::Tensor ids = at::zeros({n, L}, at::kLong), mask = at::zeros({n, L}, at::kLong);
-  auto id_at = ids.accessor<int64_t, 2>(), mask_at = mask.accessor<int64_t, 2>();
-  for (int64_t i = 0; i < n; ++i) {
-    const std::vector<int32_t>& row = rows[which[static_cast<size_t>(i)]];
-    const int64_t pad = L - static_cast<int64_t>(row.size());
-    for (size_t t = 0; t < row.size(); ++t) {
-      id_at[i][pad + static_cast<int64_t>(t)] = row[t];
-      mask_at[i][pad + static_cast<int64_t>(t)] = 1;
-    }
-  }
-  const at::Device device = head_.device();
+  std::vector<std::vector<int32_t>> batch;
+  for (size_t r : which) batch.push_back(rows[r]);
+  auto [ids, mask] = model::left_padded(batch, head_.device());
   torch::NoGradGuard no_grad;
   // Left-padded, every row's last token is the last position (positions come from the mask).
-  at::Tensor hidden = body_->hidden_states(ids.to(device), mask.to(device)).select(1, L - 1);  // [n, H]
-  return at::matmul(hidden, head_.t()).reshape({n}).to(at::kDouble);
+  at::Tensor hidden = body_->hidden_states(ids, mask).select(1, ids.size(1) - 1);  // [n, H]
+  return at::matmul(hidden, head_.t()).reshape({ids.size(0)}).to(at::kDouble);
 }
 
 std::vector<double> RewardModel::score_rows(std::vector<std::vector<int32_t>> rows) {

@@ -229,7 +229,9 @@ TEST(Engine, PromptsPrefilledInBatchesSampleAsPrefilledAtOnce) {
                                         {{7, 8, 9, 10, 11, 12}, 1, 14, {}}};
   const auto p = params(8, 1.0);
   auto out1 = batched.generate(turn1, p, {false, true});
+  EXPECT_EQ(batched.decode_stats().prefill_forwards, 3) << "the prompts of 11, 4 and 2, and 6 new tokens";
   expect_same(out1, whole.generate(turn1, p, {false, true}));
+  EXPECT_EQ(whole.decode_stats().prefill_forwards, 1);
   std::vector<GenerateRequest> turn2 = next_turns(turn1, out1, 100);
   turn2.push_back({{9, 8, 7, 6, 5}, 1, 200, {}});
   auto out2 = batched.generate(turn2, p, {true, false});
