@@ -25,6 +25,7 @@
 #include "model/device_memory.h"
 #include "model/dtype.h"
 #include "rollout/comm_group.h"
+#include "rollout/replicas.h"
 #include "rollout/rollout_server.h"
 
 namespace {
@@ -50,7 +51,7 @@ Serves a model over HTTP with the rollout protocol of `trl vllm-serve` and `swif
   --max_sequences_per_call N
                            most sequences (prompts × n) in one call (default 4096); larger calls get 422
   --max_sequences_in_flight N
-                           most sequences the engine works on at once over every call (default 4096, and
+                           most sequences each engine works on at once over every call (default 4096, and
                            never below --max_sequences_per_call); later calls wait their turn
   --max_connections N      connections open at once (default 256); more are answered 503 and closed
   --max_connections_per_client N
@@ -58,6 +59,9 @@ Serves a model over HTTP with the rollout protocol of `trl vllm-serve` and `swif
   --client_timeout_s S     time a client has to send one whole request (line, headers, body) and to take
                            its answer (default 30); slower connections get 408 and are closed
   --device D               cpu, cuda, cuda:N or auto (default: the first visible GPU, else the CPU)
+  --data_parallel_size N   copies of the model, each with its own engine, on N consecutive GPUs from --device
+                           (or all on the CPU, sharing its cores); a call's prompts are split among them
+                           (default 1)
   --torch_dtype T          float32, bfloat16 or float16 (default: bfloat16 on a GPU, float32 on the CPU)
   --num_threads N          CPU threads for the engine (default: every core)
   --max_num_seqs N         rows decoded at once on a GPU (default 256); more wait for a finished row's slot
@@ -82,7 +86,7 @@ Flags parse_flags(int argc, char** argv) {
                                  "use_hf", "api_key_file", "max_n", "max_connections",
                                  "max_connections_per_client", "client_timeout_s", "max_sequences_per_call",
                                  "max_sequences_in_flight", "max_num_seqs", "gpu_memory_utilization", "enforce_eager",
-                                 "max_num_batched_tokens"};
+                                 "max_num_batched_tokens", "data_parallel_size"};
   Flags flags;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -170,6 +174,8 @@ grpo::rollout::ServerOptions server_options(const Flags& flags) {
   o.device = grpo::model::parse_device(get("device", "auto"), "--device");
   o.dtype = grpo::model::weight_dtype_from_name(get("torch_dtype", o.device.is_cuda() ? "bfloat16" : "float32"),
                                                 "--torch_dtype");
+  o.data_parallel_size = int_flag(flags, "data_parallel_size", 1, 1);
+  grpo::rollout::replica_devices(o.device, o.data_parallel_size, grpo::model::visible_gpus());  // enough GPUs?
   o.num_threads = static_cast<int>(int_flag(flags, "num_threads", 0, 0));
   o.engine.max_slots = int_flag(flags, "max_num_seqs", o.engine.max_slots, 1);
   o.engine.max_prefill_tokens = int_flag(flags, "max_num_batched_tokens", o.engine.max_prefill_tokens, 0);

@@ -12,7 +12,8 @@
 #include "model/stop_ids.h"
 #include "model/threads.h"
 #include "model/weights.h"
-#include "rollout/batch_queue.h"
+#include "model/device.h"
+#include "rollout/replicas.h"
 #include "rollout/weight_receiver.h"
 #include "tokenizer/chat_prompt.h"
 #include "tokenizer/tokenizer.h"
@@ -43,11 +44,14 @@ RolloutServer::RolloutServer(ServerOptions options) : options_(std::move(options
   model_name_ = std::filesystem::path(options_.model_dir).lexically_normal().filename().string();
   if (model_name_.empty()) model_name_ = std::filesystem::path(options_.model_dir).parent_path().filename().string();
   tokenizer_ = std::make_unique<tok::Tokenizer>(tok::Tokenizer::from_dir(options_.model_dir));
-  engine_ = std::make_unique<model::Engine>(model::load_model(options_.model_dir, options_.dtype, options_.device),
-                                            tokenizer_.get(), options_.engine);
-  for (const auto& item : engine_->model()->named_parameters()) param_shapes_[item.key()] = item.value().sizes().vec();
+  replicas_ = std::make_unique<Replicas>(
+      options_.model_dir, options_.dtype,
+      replica_devices(options_.device, options_.data_parallel_size, model::visible_gpus()), tokenizer_.get(),
+      options_.engine, options_.batch_wait, options_.num_threads, options_.max_sequences_in_flight);
+  for (const auto& item : replicas_->first().model()->named_parameters())
+    param_shapes_[item.key()] = item.value().sizes().vec();
 
-  const model::ModelConfig& config = engine_->model()->config();
+  const model::ModelConfig& config = replicas_->first().model()->config();
   prompt_context_.tokenizer = tokenizer_.get();
   try {
     prompt_context_.chat_family = tok::chat_family_for(*tokenizer_, "");
@@ -62,8 +66,6 @@ RolloutServer::RolloutServer(ServerOptions options) : options_(std::move(options
   prompt_context_.max_prompt_tokens =
       options_.max_prompt_tokens > 0 ? options_.max_prompt_tokens : config.max_position_embeddings;
 
-  queue_ = std::make_unique<BatchQueue>(*engine_, options_.batch_wait, options_.num_threads,
-                                        options_.max_sequences_in_flight);
   receiver_ = std::make_unique<WeightReceiver>(
       [this](const std::vector<TensorSpec>& specs, const std::vector<at::Tensor>& tensors) {
         apply_weights(specs, tensors);
@@ -148,7 +150,7 @@ RolloutServer::RolloutServer(ServerOptions options) : options_(std::move(options
 RolloutServer::~RolloutServer() {
   stop();
   receiver_.reset();
-  queue_.reset();
+  replicas_.reset();
 }
 
 namespace {
@@ -214,7 +216,7 @@ void RolloutServer::stop() {
   // Calls in flight are cancelled (their sequences leave the engine at its
   // next step) and answer 503 at once, rather than holding the stop until
   // their batch is done.
-  queue_->shut_down();
+  replicas_->shut_down();
   http_->stop();
   // Idle keep-alive and slow clients would otherwise hold the workers' join;
   // connections whose call is being cancelled get a moment to send the 503.
@@ -222,7 +224,7 @@ void RolloutServer::stop() {
 }
 
 void RolloutServer::apply_weights(const std::vector<TensorSpec>& specs, const std::vector<at::Tensor>& tensors) {
-  queue_->exclusive([&](model::Engine& engine) {
+  replicas_->exclusive([&](model::Engine& engine) {
     torch::NoGradGuard no_grad;
     auto params = engine.model()->named_parameters();
     for (size_t i = 0; i < specs.size(); ++i) params[specs[i].name].copy_(tensors[i]);  // converts the dtype

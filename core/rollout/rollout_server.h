@@ -1,6 +1,6 @@
 // grpo-rollout's HTTP server: the rollout protocol (docs/rollout.md) over
 // the native engine. Handlers parse and answer; generation goes through the
-// batching queue, weight updates through the receiver.
+// replicas' batching queues, weight updates through the receiver.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -25,7 +25,7 @@ class Tokenizer;
 
 namespace grpo::rollout {
 
-class BatchQueue;
+class Replicas;
 class WeightReceiver;
 
 struct ServerOptions {
@@ -40,7 +40,8 @@ struct ServerOptions {
   // at once (see docs/rollout.md for the defaults' reasoning).
   int64_t max_sequences_per_call = 4096;
   int64_t max_sequences_in_flight = 4096;  // over every call at once; more wait their turn
-  at::Device device = at::kCPU;
+  at::Device device = at::kCPU;    // the first replica's; the weight transfer receives there
+  int64_t data_parallel_size = 1;  // engine replicas, on consecutive GPUs from `device` (or all on the CPU)
   at::ScalarType dtype = at::kFloat;
   int num_threads = 0;             // torch intra-op threads; 0: every core
   std::chrono::milliseconds comm_timeout{300000};  // each weight-transfer step (TRL's store timeout)
@@ -77,11 +78,10 @@ class RolloutServer {
   ServerOptions options_;
   std::string model_name_;
   std::unique_ptr<tok::Tokenizer> tokenizer_;
-  std::unique_ptr<model::Engine> engine_;
   std::map<std::string, std::vector<int64_t>> param_shapes_;
   PromptContext prompt_context_;
   SeedSource seeds_;
-  std::unique_ptr<BatchQueue> queue_;
+  std::unique_ptr<Replicas> replicas_;
   std::unique_ptr<WeightReceiver> receiver_;
   std::unique_ptr<GuardedHttpServer> http_;
 };

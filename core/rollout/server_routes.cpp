@@ -9,7 +9,7 @@
 #include <stdexcept>
 
 #include "model/engine.h"
-#include "rollout/batch_queue.h"
+#include "rollout/replicas.h"
 #include "rollout/request_fields.h"
 #include "rollout/rollout_server.h"
 #include "rollout/weight_receiver.h"
@@ -45,9 +45,17 @@ Backend transfer_backend(const json& body, const at::Device& device) {
 
 void RolloutServer::add_generation_routes() {
   route_get("/health/", [this](const json&) {
-    BatchStats s = queue_->stats();
+    BatchStats s = replicas_->stats();
+    json replicas = json::array();
+    for (const ReplicaStats& r : replicas_->each())
+      replicas.push_back({{"device", r.device.str()},
+                          {"engine_calls", r.batches.engine_calls},
+                          {"sequences", r.batches.sequences},
+                          {"sequences_in_flight", r.batches.sequences_in_flight}});
     // Beyond TRL's {"status": "ok"}: counters that show batching at work.
     return json{{"status", "ok"},
+                {"data_parallel_size", replicas_->size()},
+                {"replicas", replicas},
                 {"requests", s.jobs},
                 {"engine_calls", s.engine_calls},
                 {"sequences", s.sequences},
@@ -57,7 +65,7 @@ void RolloutServer::add_generation_routes() {
                 {"tensors_received", receiver_->tensors_received()},
                 {"communicator", receiver_->connected()}};
   });
-  // One engine worker: the trainer is rank 1 of a group of 2.
+  // One worker receives the weights (and copies them into every replica): the trainer is rank 1 of a group of 2.
   // Beyond TRL's answer: the device, so that a trainer on a GPU of its own picks NCCL.
   route_get("/get_world_size/", [this](const json&) {
     json answer{{"world_size", 1}, {"device", options_.device.str()}};
@@ -87,7 +95,7 @@ std::vector<model::Completion> RolloutServer::generate(const GenerationJob& job)
   if (job.requests.empty()) return {};
   const auto start = std::chrono::steady_clock::now();
   try {
-    return queue_->run(job, [] { return GuardedHttpServer::client_connected(); });
+    return replicas_->run(job, [] { return GuardedHttpServer::client_connected(); });
   } catch (const CallCancelled& e) {
     if (!e.shutting_down())
       spdlog::info("dropped a call of {} prompt(s) × n {} after {:.1f} s: its client went away", job.requests.size(),

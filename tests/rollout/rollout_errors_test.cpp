@@ -139,6 +139,11 @@ TEST(RolloutServer, HelpVersionAndBadFlags) {
   EXPECT_EQ(negative.exit_code, 2);
   EXPECT_NE(negative.output.find("--max_num_batched_tokens must be an integer >= 0, got '-1'"), std::string::npos)
       << negative.output;
+  EXPECT_NE(help.output.find("--data_parallel_size"), std::string::npos) << help.output;
+  auto no_replica = run("--model /nonexistent/model --data_parallel_size 0");
+  EXPECT_EQ(no_replica.exit_code, 2);
+  EXPECT_NE(no_replica.output.find("--data_parallel_size must be an integer >= 1, got '0'"), std::string::npos)
+      << no_replica.output;
   auto bad_dir = run("--model /nonexistent/model --port 0");
   EXPECT_EQ(bad_dir.exit_code, 1);
   EXPECT_NE(bad_dir.output.find("/nonexistent/model"), std::string::npos) << bad_dir.output;

@@ -25,6 +25,9 @@
 #include "rollout/rollout_process.h"
 
 using grpo::testing::HttpReply;
+using grpo::testing::health_until;
+using grpo::testing::send_post;
+using grpo::testing::send_raw;
 using grpo::testing::RolloutProcess;
 using nlohmann::json;
 
@@ -40,41 +43,8 @@ json long_call(int64_t n) {
   return {{"prompts", {{1, 2, 3}}}, {"n", n}, {"max_tokens", 4000}, {"generation_kwargs", {{"ignore_eos", true}}}};
 }
 
-// Polls /health/ until pred holds (true) or 20 s pass (false).
-bool health_until(const RolloutProcess& server, const std::function<bool(const json&)>& pred) {
-  const auto deadline = Clock::now() + std::chrono::seconds(20);
-  while (Clock::now() < deadline) {
-    const HttpReply h = server.get("/health/");
-    if (h.status == 200 && pred(h.body)) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return false;
-}
-
 int64_t health_value(const RolloutProcess& server, const char* key) {
   return server.get("/health/").body.value(key, int64_t{-1});
-}
-
-// A raw connection that sends `request` and then stays (or is closed); -1 when it cannot connect.
-int send_raw(int port, const std::string& request) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  timeval timeout{20, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-  (void)::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
-  return fd;
-}
-
-int send_post(int port, const std::string& path, const std::string& body) {
-  return send_raw(port, "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                        "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
 }
 
 HttpReply post_as(int port, const std::string& path, const std::string& body, const std::string& content_type) {

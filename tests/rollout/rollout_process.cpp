@@ -167,4 +167,35 @@ HttpReply RolloutProcess::post_raw(const std::string& path, const std::string& b
   return to_reply(client.Post(path.c_str(), auth(token), body, "application/json"));
 }
 
+bool health_until(const RolloutProcess& server, const std::function<bool(const nlohmann::json&)>& pred) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline) {
+    const HttpReply h = server.get("/health/");
+    if (h.status == 200 && pred(h.body)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+int send_raw(int port, const std::string& request) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  timeval timeout{20, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  (void)::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  return fd;
+}
+
+int send_post(int port, const std::string& path, const std::string& body) {
+  return send_raw(port, "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                        "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+}
+
 }  // namespace grpo::testing

@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -54,6 +55,16 @@ int free_port();
 
 // Whether something accepts connections on 127.0.0.1:port.
 bool port_answers(int port);
+
+// Polls /health/ until pred holds (true) or 20 s pass (false).
+bool health_until(const RolloutProcess& server, const std::function<bool(const nlohmann::json&)>& pred);
+
+// A raw connection to 127.0.0.1:port that sends `request` and is left open
+// for the caller to read or close (a client that stays, or goes away); -1
+// when it cannot connect. Reads time out after 20 s.
+int send_raw(int port, const std::string& request);
+// send_raw of a POST of `body` (JSON) to `path`.
+int send_post(int port, const std::string& path, const std::string& body);
 
 // A tiny Qwen2 model with a ChatML tokenizer, created once per test binary.
 const std::string& tiny_model_dir();
