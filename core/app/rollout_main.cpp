@@ -71,7 +71,8 @@ Serves a model over HTTP with the rollout protocol of `trl vllm-serve` and `swif
   --enforce_eager BOOL     decode without CUDA graphs (default false)
   --max_num_batched_tokens N
                            new prompt tokens (padded) one prefill forward takes at most (default 16384; 0:
-                           all at once); a call with more distinct prompts prefills them in batches
+                           all at once); a call with more distinct prompts prefills them in batches, a
+                           longer prompt in chunks
   --comm_timeout_s S       timeout of each weight-transfer step (default 300)
   --batch_wait_ms MS       how long to gather concurrent requests into one batch (default 2)
   --help, --version

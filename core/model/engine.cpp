@@ -138,13 +138,28 @@ void Engine::prefill(EngineCall& call) {
       starts.push_back(p), longest = rest[p].size();
   }
   starts.push_back(rest.size());
-  stats_.prefill_forwards = static_cast<int64_t>(starts.size()) - 1;
+  stats_.prefill_forwards = 0;
   const at::Device device = model_->model->embed_tokens->weight.device();
   const auto forward = [&](size_t begin, size_t end, KvCache& cache) {  // the last positions' logits [n, V]
-    auto [ids, mask] = left_padded(std::vector<std::vector<int32_t>>(rest.begin() + static_cast<std::ptrdiff_t>(begin),
-                                                                     rest.begin() + static_cast<std::ptrdiff_t>(end)),
-                                   device);
-    at::Tensor hidden = model_->hidden_states(ids, mask, {}, &cache);  // [n, L, H]
+    // A prompt alone past the budget goes in chunks of it, each continuing
+    // the cache (vLLM's chunked prefill): one forward's activations stay
+    // bounded however long the prompt.
+    using Ids = std::vector<int32_t>;
+    const auto it = [](const auto& v, size_t i) { return v.begin() + static_cast<std::ptrdiff_t>(i); };
+    std::vector<std::vector<Ids>> forwards = {std::vector<Ids>(it(rest, begin), it(rest, end))};
+    const auto budget = static_cast<size_t>(options_.max_prefill_tokens);
+    if (end - begin == 1 && budget > 0 && rest[begin].size() > budget) {
+      const Ids& ids = rest[begin];
+      forwards.clear();
+      for (size_t from = 0; from < ids.size(); from += budget)
+        forwards.push_back({Ids(it(ids, from), it(ids, std::min(ids.size(), from + budget)))});
+    }
+    at::Tensor hidden;
+    for (const auto& batch : forwards) {
+      auto [ids, mask] = left_padded(batch, device);
+      hidden = model_->hidden_states(ids, mask, {}, &cache);  // [n, L, H]
+      ++stats_.prefill_forwards;
+    }
     return model_->logits(hidden.select(1, hidden.size(1) - 1));
   };
   if (starts.size() == 2) {

@@ -76,8 +76,9 @@ struct EngineOptions {
   bool release_after_call = false;
   // New prompt tokens (padded) one prefill forward takes at most (vLLM's
   // max_num_batched_tokens): more distinct prompts are prefilled a batch of
-  // them at a time, so the forward's activations stay bounded however many
-  // prompts a call has. 0: all at once.
+  // them at a time, and a longer prompt in chunks of it, so the forward's
+  // activations stay bounded however many prompts a call has and however
+  // long they are. 0: all at once.
   int64_t max_prefill_tokens = 16384;
 };
 

@@ -244,3 +244,30 @@ TEST(Engine, PromptsPrefilledInBatchesSampleAsPrefilledAtOnce) {
   Engine slots(load_model(kDir), nullptr, small);
   expect_same(slots.generate(turn1, p), whole.generate(turn1, p));
 }
+
+// A prompt longer than one prefill forward takes is prefilled in chunks of
+// it, each continuing the cache: the same completions as in one forward, for
+// a first turn and for a next turn whose new ids past a kept completion are
+// chunked too.
+TEST(Engine, ALongPromptIsPrefilledInChunksAsInOneForward) {
+  EngineOptions small;
+  small.max_prefill_tokens = 5;
+  Engine chunked(load_model(kDir), nullptr, small), whole(load_model(kDir));
+  std::vector<GenerateRequest> turn1 = {{kPrompt, 2, 21, {}}};
+  const auto p = params(8, 1.0);
+  auto out1 = chunked.generate(turn1, p, {false, true});
+  EXPECT_EQ(chunked.decode_stats().prefill_forwards, 3) << "11 ids in chunks of 5, 5 and 1";
+  expect_same(out1, whole.generate(turn1, p, {false, true}));
+  EXPECT_EQ(whole.decode_stats().prefill_forwards, 1);
+  std::vector<GenerateRequest> turn2 = next_turns(turn1, out1, 300);
+  turn2.resize(1);
+  for (int32_t id : {30, 31, 32, 33, 34, 35}) turn2[0].prompt_ids.push_back(id);  // 10 ids past the kept 18
+  auto out2 = chunked.generate(turn2, p, {true, false});
+  EXPECT_GT(chunked.reused_ids(), 0);
+  EXPECT_EQ(chunked.prefilled_ids(), 10);
+  EXPECT_EQ(chunked.decode_stats().prefill_forwards, 2) << "the new ids in chunks of 5 and 5";
+  expect_same(out2, whole.generate(turn2, p, {true, false}));
+  small.decode = EngineOptions::Decode::Slots;
+  Engine slots(load_model(kDir), nullptr, small);
+  expect_same(slots.generate(turn1, p), whole.generate(turn1, p));
+}

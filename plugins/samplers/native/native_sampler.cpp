@@ -229,7 +229,7 @@ const char* kOptions = R"json([
   {"name": "decode", "type": "string", "default": "auto", "help": "auto (slots on a GPU, eager on the CPU), eager or slots"},
   {"name": "max_num_seqs", "type": "int", "default": 256, "help": "rows decoded at once in slots; more wait for a finished row's slot"},
   {"name": "gpu_memory_utilization", "type": "float", "default": 0.9, "help": "share of the GPU's memory the process may hold with the slots' KV cache"},
-  {"name": "max_num_batched_tokens", "type": "int", "default": 16384, "help": "new prompt tokens (padded) one prefill forward takes at most; more prompts are prefilled in batches (0: all at once)"},
+  {"name": "max_num_batched_tokens", "type": "int", "default": 16384, "help": "new prompt tokens (padded) one prefill forward takes at most; more prompts are prefilled in batches, a longer prompt in chunks (0: all at once)"},
   {"name": "enforce_eager", "type": "bool", "default": false, "help": "decode in slots without CUDA graphs"},
   {"name": "sleep_level", "type": "int", "default": 0, "help": "1 or 2: free the slots' KV cache and CUDA graphs after each call"}])json";
 
