@@ -56,6 +56,7 @@ std::optional<RankEnv> rank_env_from_environment() {
                     " but MASTER_ADDR is not set: give the address of the machine running rank 0 (and MASTER_PORT)");
   e.master_addr = env("MASTER_ADDR").value_or(e.master_addr);
   if (env("MASTER_PORT")) e.master_port = port_env("MASTER_PORT");
+  e.rendezvous = env("MASTER_ADDR") && env("MASTER_PORT");
   return e;
 }
 

@@ -16,6 +16,10 @@ struct RankEnv {
   int local_world_size = 1;  // processes of this run on this machine
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;   // torchrun's default
+  // MASTER_ADDR and MASTER_PORT both given, as torchrun gives them even to a
+  // world of one: that world still forms its process group (as DDP does),
+  // so one GPU runs the collectives' path for real.
+  bool rendezvous = false;
 };
 
 // What the launcher is asked for: NPROC_PER_NODE processes on each of NNODES

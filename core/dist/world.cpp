@@ -61,7 +61,6 @@ std::unique_ptr<World> World::join(const RankEnv& env, std::chrono::milliseconds
   w->local_rank_ = env.local_rank;
   w->local_size_ = env.local_world_size;
   w->timeout_ = collective_timeout;
-  if (env.world_size < 2) return w;
   auto impl = std::make_unique<Impl>();
   impl->env = env;
   const double timeout_s = static_cast<double>(timeout.count()) / 1000.0;
@@ -89,9 +88,13 @@ std::unique_ptr<World> World::join(const RankEnv& env, std::chrono::milliseconds
     impl->rollout = make_group("rollout/");
     // NCCL's own watchdog stays a backstop: the heartbeats below name a
     // stopped rank sooner, and the World aborts the group when it gives up.
-    if (nccl)
+    if (nccl) {
       impl->nccl = make_nccl_group(c10::make_intrusive<c10d::PrefixStore>("train_nccl/", impl->store), env.rank,
                                    env.world_size, device, collective_timeout + std::chrono::minutes(1));
+      if (env.rank == 0)
+        spdlog::info("gradients, optimizer shards and metrics go over NCCL between the GPUs of {} rank(s)",
+                     env.world_size);
+    }
   } catch (const CollectiveError&) {
     throw;  // --ddp_backend nccl on ranks that share a GPU: said as it is
   } catch (const std::exception& e) {

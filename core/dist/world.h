@@ -1,7 +1,9 @@
 // The processes of a data-parallel run and the collectives between them:
 // c10d's TCPStore hosted by rank 0 at MASTER_ADDR:MASTER_PORT, and Gloo
 // process groups over it. A world of one process has no group and every
-// collective is the identity, so the trainer's code is the same for both.
+// collective is the identity, so the trainer's code is the same for both;
+// one that a launcher started (torchrun --nproc_per_node 1) joins a group of
+// one, as DDP does, and its collectives run.
 //
 // Two channels, two groups: the rollout (sampling on async_generate's
 // background thread) and training (the main thread) each keep their own
@@ -48,7 +50,8 @@ class World {
  public:
   // One process: no group.
   World();
-  // Joins the run described by `env` (world size >= 2): rank 0 hosts the
+  // Joins the run described by `env` (a world of one too: its group has
+  // one rank, and every collective runs as in a larger one): rank 0 hosts the
   // store; everyone waits up to `join_timeout` (default: `timeout`, each
   // collective's limit) for the others to join.
   // Ranks on GPUs (`device` CUDA) also build an NCCL group, which carries
@@ -67,7 +70,8 @@ class World {
   int local_rank() const { return local_rank_; }
   int local_size() const { return local_size_; }
   bool is_main() const { return rank_ == 0; }
-  bool distributed() const { return size_ > 1; }
+  // In a process group (of one rank or more): collectives run.
+  bool distributed() const { return impl_ != nullptr; }
 
   // True when the training channel's device tensors go over NCCL.
   bool uses_nccl() const;

@@ -11,6 +11,7 @@
 #include <random>
 #include <thread>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <torch/utils.h>
 
@@ -158,7 +159,9 @@ GrpoTrainer::GrpoTrainer(GrpoSettings settings, dist::World& world)
                s_.model.dir, s_.model.device.str(), model::weight_dtype_name(s_.model.dtype), max_steps_,
                b.prompts_per_generation, b.num_generations, prompts_->size(),
                val_prompts_ ? ", " + std::to_string(val_prompts_->size()) + " validation rows" : "",
-               world_.distributed() ? ", data parallel over " + std::to_string(world_.size()) + " processes" : "");
+               world_.distributed() ? fmt::format(", data parallel over {} process{}", world_.size(),
+                                                  world_.size() == 1 ? " (a group of one)" : "es")
+                                    : "");
 }
 
 // The run's reward plugins, its sampler and its multi-turn handler, with the
@@ -358,7 +361,8 @@ void GrpoTrainer::report_reward_failures() const {
 void run_grpo(const GrpoSettings& settings) {
   model::make_current(settings.model.device);  // rank LOCAL_RANK's GPU, as torch.cuda.set_device
   std::unique_ptr<dist::World> world = std::make_unique<dist::World>();
-  if (std::optional<dist::RankEnv> env = dist::rank_env_from_environment(); env && env->world_size > 1) {
+  if (std::optional<dist::RankEnv> env = dist::rank_env_from_environment();
+      env && (env->world_size > 1 || env->rendezvous)) {
     label_log_lines(env->rank);
     // Ranks on GPUs also join an NCCL group for their gradients, shards and metrics.
     world = dist::World::join(*env, std::chrono::milliseconds(static_cast<int64_t>(settings.dist.timeout_s * 1000)),

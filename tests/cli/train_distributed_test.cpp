@@ -179,6 +179,25 @@ TEST(TrainDistributed, TwoProcessesTrainExactlyAsOneProcessWithTwiceTheBatch) {
   expect_same_training(dir + "/one", dir + "/two", 3, 12);
 }
 
+// torchrun --nproc_per_node 1 (RANK 0, WORLD_SIZE 1, MASTER_ADDR and
+// MASTER_PORT): a group of one, as DDP forms it; the gradients' all-reduce,
+// the samples' gather and the metrics' sums run through it and change nothing.
+// On a GPU the same run goes over NCCL (TrainGpu.AWorldOfOneOnTheGpuTrainsOverNccl).
+TEST(TrainDistributed, AWorldOfOneStartedByALauncherTrainsThroughItsGroupAsAPlainRun) {
+  const std::string dir = tiny_run_dir("dist_world_of_one");
+  write_run(dir, "grpo", 2);
+  const std::string base = "train --config " + dir + "/run.yaml --per_device_train_batch_size 4 --output_dir " + dir;
+  CommandResult plain = run_host(base + "/one");
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  EXPECT_EQ(plain.output.find("data parallel"), std::string::npos) << plain.output;
+  const std::string port = std::to_string(grpo::dist::free_port("127.0.0.1"));
+  CommandResult one = run_host(base + "/group",
+                               "RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port);
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  EXPECT_NE(one.output.find("data parallel over 1 process (a group of one)"), std::string::npos) << one.output;
+  expect_same_training(dir + "/one", dir + "/group", 2, 8);
+}
+
 TEST(TrainDistributed, AsyncGenerateTrainsAsOneProcess) {
   // async_generate samples on a background thread, with its own process group.
   const std::string dir = tiny_run_dir("dist_async");

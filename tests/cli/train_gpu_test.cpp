@@ -244,6 +244,25 @@ TEST(TrainGpu, TwoRanksSharingTheGpuTrainOverGlooAsOneRankWithTheirBatch) {
   expect_same_logs(dir + "/one", dir + "/two", 3, 1e-4);
 }
 
+// torchrun --nproc_per_node 1 on the GPU: a group of one, over NCCL (asked
+// for, so a fall back to Gloo would fail the run), through the real training
+// loop — the gradients' all-reduce, the metrics' sums — and the same training
+// as the plain run.
+TEST(TrainGpu, AWorldOfOneOnTheGpuTrainsOverNcclAsAPlainRun) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const std::string dir = tiny_run_dir("train_gpu_world_of_one");
+  const std::string run = "--train_type full --torch_dtype float32 --learning_rate 1e-3 --max_steps 3 --beta 0.04 ";
+  CommandResult plain = run_host(flags(dir, "plain") + run);
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  const std::string port = std::to_string(grpo::dist::free_port("127.0.0.1"));
+  CommandResult group = run_host(flags(dir, "group") + run + "--ddp_backend nccl --ddp_timeout 120",
+                                 "RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port);
+  ASSERT_EQ(group.exit_code, 0) << group.output;
+  EXPECT_NE(group.output.find("data parallel over 1 process (a group of one)"), std::string::npos) << group.output;
+  EXPECT_NE(group.output.find("go over NCCL between the GPUs of 1 rank(s)"), std::string::npos) << group.output;
+  expect_same_logs(dir + "/plain", dir + "/group", 3, 1e-5);
+}
+
 // LoRA dropout on a GPU draws from the GPU's generator: a run resumed from
 // checkpoint-2 continues that generator's sequence (rng_state_cuda.pt) and
 // so the straight run's steps 3 and 4. Restarted from the seed instead, its
