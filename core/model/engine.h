@@ -89,6 +89,7 @@ struct DecodeStats {
   int64_t steps = 0;        // decoding steps (each over all occupied slots)
   int64_t readbacks = 0;    // reads of the rows' progress
   int64_t refills = 0;      // rows that took a finished row's slot
+  int64_t admissions = 0;   // times rows took slots (each loads its rows' prompts in one gather per layer)
   int64_t compactions = 0;  // times the rows left were packed into the first slots
   int64_t graphs = 0;       // CUDA graphs held after the call
   int64_t replays = 0;      // steps that replayed one

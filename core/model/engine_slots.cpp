@@ -3,7 +3,6 @@
 // gives their slots to waiting rows (continuous batching).
 #include <algorithm>
 #include <deque>
-#include <map>
 #include <optional>
 #include <random>
 #include <set>
@@ -139,13 +138,14 @@ void Engine::decode_in_slots(EngineCall& call) {
   std::vector<int64_t> row_of(static_cast<size_t>(S), -1);  // slot -> completion
   std::vector<int64_t> known(static_cast<size_t>(S), 0);    // ids sampled as of the last read
   std::vector<int64_t> checked(static_cast<size_t>(S), 0);  // ids checked for stop strings
-  std::map<size_t, std::vector<std::pair<at::Tensor, at::Tensor>>> prompt_kv;  // request -> its prefill's keys/values
+  // Where each prompt's keys and values sit in the prefill's cache: read
+  // from the device once, so admitting rows reads nothing back.
+  const std::vector<std::vector<int64_t>> prompt_positions = call.prompts.real_positions();
   bool first_admission = true;
 
   auto admit_waiting = [&] {
     std::vector<SlotAdmission> rows;
-    std::vector<int64_t> prompt_rows;
-    std::map<size_t, std::vector<int64_t>> slots_of_prompt;
+    std::vector<int64_t> prompt_rows, slots;
     while (!free.empty() && !waiting.empty()) {
       const size_t i = waiting.front();
       waiting.pop_front();
@@ -166,19 +166,29 @@ void Engine::decode_in_slots(EngineCall& call) {
       for (int64_t t = 0; t < a.budget; ++t) a.draws.push_back(uniform_draws(one).front());
       rows.push_back(std::move(a));
       prompt_rows.push_back(static_cast<int64_t>(c.request));
-      slots_of_prompt[c.request].push_back(slot);
+      slots.push_back(slot);
     }
     if (rows.empty()) return;
     if (!first_admission) stats_.refills += static_cast<int64_t>(rows.size());
+    ++stats_.admissions;
     first_admission = false;
-    for (const auto& [p, slots] : slots_of_prompt) {
-      auto kv = prompt_kv.find(p);
-      if (kv == prompt_kv.end()) kv = prompt_kv.emplace(p, call.prompts.real_row(static_cast<int64_t>(p))).first;
-      dec.cache().load(at::tensor(slots, at::kLong).to(device), kv->second);
-      // Completions wait in request order: with none of p's left, its keys and values are not needed again.
-      if (waiting.empty() || out[waiting.front()].request != p) prompt_kv.erase(kv);
+    // Every admitted row's prompt into its slot in one gather and one copy
+    // per layer (a copy per prompt costs a GPU hundreds of launches a call).
+    // Shorter prompts repeat their last position: those slot positions are
+    // decoded over before they are read.
+    size_t longest = 0;
+    for (int64_t p : prompt_rows) longest = std::max(longest, prompt_positions[static_cast<size_t>(p)].size());
+    at::Tensor positions = at::empty({static_cast<int64_t>(prompt_rows.size()), static_cast<int64_t>(longest)}, at::kLong);
+    auto at_positions = positions.accessor<int64_t, 2>();
+    for (size_t i = 0; i < prompt_rows.size(); ++i) {
+      const std::vector<int64_t>& real = prompt_positions[static_cast<size_t>(prompt_rows[i])];
+      for (size_t t = 0; t < longest; ++t)
+        at_positions[static_cast<int64_t>(i)][static_cast<int64_t>(t)] = real[std::min(t, real.size() - 1)];
     }
-    dec.admit(rows, call.last.index_select(0, at::tensor(prompt_rows, at::kLong).to(device)));
+    const at::Tensor prompt_index = at::tensor(prompt_rows, at::kLong).to(device);
+    dec.cache().load_rows(at::tensor(slots, at::kLong).to(device),
+                          call.prompts.gather(prompt_index, positions.to(device)));
+    dec.admit(rows, call.last.index_select(0, prompt_index));
   };
 
   // What the occupied slots sampled, read back once per read of progress

@@ -45,6 +45,34 @@ std::vector<std::pair<at::Tensor, at::Tensor>> KvCache::real_row(int64_t b) cons
   return out;
 }
 
+std::vector<std::vector<int64_t>> KvCache::real_positions() const {
+  std::vector<std::vector<int64_t>> out;
+  if (!key_mask.defined()) return out;
+  const at::Tensor mask = key_mask.to(at::kCPU, at::kLong).contiguous();
+  const int64_t B = mask.size(0), S = mask.size(1);
+  const int64_t* m = mask.data_ptr<int64_t>();
+  out.resize(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t s = 0; s < S; ++s)
+      if (m[b * S + s]) out[static_cast<size_t>(b)].push_back(s);
+  return out;
+}
+
+std::vector<std::pair<at::Tensor, at::Tensor>> KvCache::gather(const at::Tensor& rows, const at::Tensor& positions) const {
+  using at::indexing::Slice;
+  using at::indexing::TensorIndex;
+  const at::Tensor row_index = rows.view({rows.size(0), 1});
+  std::vector<std::pair<at::Tensor, at::Tensor>> out;
+  for (const Layer& l : layers_) {
+    // Advanced indices around a slice: the result is [m, n, H_kv, D].
+    auto pick = [&](const at::Tensor& t) {
+      return t.narrow(2, 0, l.used).index({TensorIndex(row_index), Slice(), TensorIndex(positions)}).permute({0, 2, 1, 3});
+    };
+    out.emplace_back(pick(l.k), pick(l.v));
+  }
+  return out;
+}
+
 KvCache KvCache::of_rows(const std::vector<const std::vector<std::pair<at::Tensor, at::Tensor>>*>& rows) {
   KvCache cache;
   const std::vector<std::pair<at::Tensor, at::Tensor>>* any = nullptr;

@@ -36,6 +36,15 @@ class KvCache : public LayerKv {
   // out): [H_kv, n, D] copies.
   std::vector<std::pair<at::Tensor, at::Tensor>> real_row(int64_t b) const;
 
+  // Per row, the positions of its real tokens (padding left out), read from
+  // the device once for every row.
+  std::vector<std::vector<int64_t>> real_positions() const;
+
+  // Per layer, the keys and values of rows `rows` ([m] int64) at `positions`
+  // ([m, n] int64, one row of positions each): [m, H_kv, n, D], one gather
+  // per layer for all of them.
+  std::vector<std::pair<at::Tensor, at::Tensor>> gather(const at::Tensor& rows, const at::Tensor& positions) const;
+
   // A batch cache whose row p holds rows[p] (per layer [H_kv, n_p, D]; null:
   // none), right-aligned behind left padding, as a prefill would have left it.
   static KvCache of_rows(const std::vector<const std::vector<std::pair<at::Tensor, at::Tensor>>*>& rows);

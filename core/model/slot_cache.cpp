@@ -36,16 +36,13 @@ std::pair<at::Tensor, at::Tensor> SlotCache::append(size_t layer, const at::Tens
   return {keys.narrow(2, 0, span_), values.narrow(2, 0, span_)};
 }
 
-void SlotCache::load(const at::Tensor& slots, const std::vector<std::pair<at::Tensor, at::Tensor>>& kv) {
+void SlotCache::load_rows(const at::Tensor& slots, const std::vector<std::pair<at::Tensor, at::Tensor>>& kv) {
   if (kv.size() != layers_.size()) throw std::logic_error("slot cache: a sequence of another layer count");
-  const int64_t m = slots.size(0);
   for (size_t l = 0; l < layers_.size(); ++l) {
-    const at::Tensor& k = kv[l].first;
-    const int64_t n = k.size(1);
+    const int64_t n = kv[l].first.size(2);
     if (n > capacity_) throw std::logic_error("slot cache: a sequence longer than its capacity");
-    auto sizes = std::vector<int64_t>{m, k.size(0), n, k.size(2)};
-    layers_[l].first.narrow(2, 0, n).index_copy_(0, slots, k.unsqueeze(0).expand(sizes));
-    layers_[l].second.narrow(2, 0, n).index_copy_(0, slots, kv[l].second.unsqueeze(0).expand(sizes));
+    layers_[l].first.narrow(2, 0, n).index_copy_(0, slots, kv[l].first);
+    layers_[l].second.narrow(2, 0, n).index_copy_(0, slots, kv[l].second);
   }
 }
 

@@ -84,6 +84,7 @@ TEST(SlotDecode, SamplesTheEagerEnginesIdsUnderEveryFilter) {
     const auto got = in_slots.generate(requests(), p), want = eagerly.generate(requests(), p);
     expect_same(got, want);
     EXPECT_TRUE(in_slots.decode_stats().slots);
+    EXPECT_EQ(in_slots.decode_stats().admissions, 1) << "7 rows of 3 prompts into their slots at once";
     EXPECT_FALSE(eagerly.decode_stats().slots);
   }
   // The budgets and the stop ids were met: rows of three lengths.
