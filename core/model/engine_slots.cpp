@@ -186,8 +186,7 @@ void Engine::decode_in_slots(EngineCall& call) {
         at_positions[static_cast<int64_t>(i)][static_cast<int64_t>(t)] = real[std::min(t, real.size() - 1)];
     }
     const at::Tensor prompt_index = at::tensor(prompt_rows, at::kLong).to(device);
-    dec.cache().load_rows(at::tensor(slots, at::kLong).to(device),
-                          call.prompts.gather(prompt_index, positions.to(device)));
+    dec.cache().load_rows(at::tensor(slots, at::kLong).to(device), call.prompts, prompt_index, positions.to(device));
     dec.admit(rows, call.last.index_select(0, prompt_index));
   };
 

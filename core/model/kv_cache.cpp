@@ -58,19 +58,16 @@ std::vector<std::vector<int64_t>> KvCache::real_positions() const {
   return out;
 }
 
-std::vector<std::pair<at::Tensor, at::Tensor>> KvCache::gather(const at::Tensor& rows, const at::Tensor& positions) const {
+std::pair<at::Tensor, at::Tensor> KvCache::gather(size_t layer, const at::Tensor& rows, const at::Tensor& positions) const {
   using at::indexing::Slice;
   using at::indexing::TensorIndex;
+  const Layer& l = layers_.at(layer);
   const at::Tensor row_index = rows.view({rows.size(0), 1});
-  std::vector<std::pair<at::Tensor, at::Tensor>> out;
-  for (const Layer& l : layers_) {
-    // Advanced indices around a slice: the result is [m, n, H_kv, D].
-    auto pick = [&](const at::Tensor& t) {
-      return t.narrow(2, 0, l.used).index({TensorIndex(row_index), Slice(), TensorIndex(positions)}).permute({0, 2, 1, 3});
-    };
-    out.emplace_back(pick(l.k), pick(l.v));
-  }
-  return out;
+  // Advanced indices around a slice: the result is [m, n, H_kv, D].
+  auto pick = [&](const at::Tensor& t) {
+    return t.narrow(2, 0, l.used).index({TensorIndex(row_index), Slice(), TensorIndex(positions)}).permute({0, 2, 1, 3});
+  };
+  return {pick(l.k), pick(l.v)};
 }
 
 KvCache KvCache::of_rows(const std::vector<const std::vector<std::pair<at::Tensor, at::Tensor>>*>& rows) {

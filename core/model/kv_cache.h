@@ -40,10 +40,11 @@ class KvCache : public LayerKv {
   // the device once for every row.
   std::vector<std::vector<int64_t>> real_positions() const;
 
-  // Per layer, the keys and values of rows `rows` ([m] int64) at `positions`
-  // ([m, n] int64, one row of positions each): [m, H_kv, n, D], one gather
-  // per layer for all of them.
-  std::vector<std::pair<at::Tensor, at::Tensor>> gather(const at::Tensor& rows, const at::Tensor& positions) const;
+  // The keys and values of `layer` for rows `rows` ([m] int64) at
+  // `positions` ([m, n] int64, one row of positions each): [m, H_kv, n, D],
+  // one gather for all of them.
+  std::pair<at::Tensor, at::Tensor> gather(size_t layer, const at::Tensor& rows, const at::Tensor& positions) const;
+  size_t layer_count() const { return layers_.size(); }
 
   // A batch cache whose row p holds rows[p] (per layer [H_kv, n_p, D]; null:
   // none), right-aligned behind left padding, as a prefill would have left it.

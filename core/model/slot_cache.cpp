@@ -36,13 +36,15 @@ std::pair<at::Tensor, at::Tensor> SlotCache::append(size_t layer, const at::Tens
   return {keys.narrow(2, 0, span_), values.narrow(2, 0, span_)};
 }
 
-void SlotCache::load_rows(const at::Tensor& slots, const std::vector<std::pair<at::Tensor, at::Tensor>>& kv) {
-  if (kv.size() != layers_.size()) throw std::logic_error("slot cache: a sequence of another layer count");
+void SlotCache::load_rows(const at::Tensor& slots, const KvCache& prompts, const at::Tensor& rows,
+                          const at::Tensor& positions) {
+  if (prompts.layer_count() != layers_.size()) throw std::logic_error("slot cache: a sequence of another layer count");
+  const int64_t n = positions.size(1);
+  if (n > capacity_) throw std::logic_error("slot cache: a sequence longer than its capacity");
   for (size_t l = 0; l < layers_.size(); ++l) {
-    const int64_t n = kv[l].first.size(2);
-    if (n > capacity_) throw std::logic_error("slot cache: a sequence longer than its capacity");
-    layers_[l].first.narrow(2, 0, n).index_copy_(0, slots, kv[l].first);
-    layers_[l].second.narrow(2, 0, n).index_copy_(0, slots, kv[l].second);
+    auto [k, v] = prompts.gather(l, rows, positions);
+    layers_[l].first.narrow(2, 0, n).index_copy_(0, slots, k);
+    layers_[l].second.narrow(2, 0, n).index_copy_(0, slots, v);
   }
 }
 

@@ -26,11 +26,13 @@ class SlotCache : public LayerKv {
   // b slots' keys/values [b, H_kv, span, D].
   std::pair<at::Tensor, at::Tensor> append(size_t layer, const at::Tensor& k, const at::Tensor& v) override;
 
-  // Gives slot slots[i] the sequence kv[l][i] (per layer [m, H_kv, n, D]) at
-  // positions 0..n-1: several prompts' prefills at once. A sequence shorter
-  // than n is padded with anything: its slot's positions past it are written
-  // by decoding before any step reads them.
-  void load_rows(const at::Tensor& slots, const std::vector<std::pair<at::Tensor, at::Tensor>>& kv);
+  // Gives slot slots[i] row rows[i] of `prompts` at its positions
+  // positions[i] ([m] and [m, n] int64 on the cache's device), as positions
+  // 0..n-1: several prompts' prefills at once, a layer at a time so only one
+  // layer's gathered copy exists at once. Rows with fewer real positions than
+  // n repeat one: their slot's positions past it are written by decoding
+  // before any step reads them.
+  void load_rows(const at::Tensor& slots, const KvCache& prompts, const at::Tensor& rows, const at::Tensor& positions);
 
   // Copies slots `from` to slots `to` ([m] int64 each, on the cache's device).
   void move(const at::Tensor& from, const at::Tensor& to);
