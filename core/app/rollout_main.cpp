@@ -45,7 +45,9 @@ Serves a model over HTTP with the rollout protocol of `trl vllm-serve` and `swif
                            line (or the environment variable GRPO_ROLLOUT_API_KEY); --api_key KEY also works,
                            but shows the key to every user of the machine (ps)
   --max_body_bytes N       largest request body (default 67108864); larger ones get 413
-  --max_prompt_tokens N    longest prompt (default: the model's max_position_embeddings); longer ones get 422
+  --max_prompt_tokens N    longest prompt (default: the context, below); longer ones get 422
+  --max_model_len N        the context: prompt and completion together stay within N positions (default and
+                           most: the model's max_position_embeddings)
   --max_n N                most completions per prompt in one call (default 256); more get 422. Completions
                            never grow past the model's max_position_embeddings, whatever max_tokens asks
   --max_sequences_per_call N
@@ -62,7 +64,9 @@ Serves a model over HTTP with the rollout protocol of `trl vllm-serve` and `swif
   --data_parallel_size N   copies of the model, each with its own engine, on N consecutive GPUs from --device
                            (or all on the CPU, sharing its cores); a call's prompts are split among them
                            (default 1)
-  --torch_dtype T          float32, bfloat16 or float16 (default: bfloat16 on a GPU, float32 on the CPU)
+  --torch_dtype T          float32, bfloat16, float16 or auto (default auto: bfloat16 on a GPU, float32 on the
+                           CPU)
+  --tensor_parallel_size 1 accepted for trl vllm-serve's command lines; a model is never split over GPUs
   --num_threads N          CPU threads for the engine (default: every core)
   --max_num_seqs N         rows decoded at once on a GPU (default 256); more wait for a finished row's slot
   --gpu_memory_utilization F
@@ -76,6 +80,10 @@ Serves a model over HTTP with the rollout protocol of `trl vllm-serve` and `swif
   --comm_timeout_s S       timeout of each weight-transfer step (default 300)
   --batch_wait_ms MS       how long to gather concurrent requests into one batch (default 2)
   --help, --version
+
+trl vllm-serve's and swift rollout's names work too: --dtype, --revision, --vllm_gpu_memory_utilization,
+--vllm_max_num_seqs, --vllm_enforce_eager, --vllm_data_parallel_size, --vllm_tensor_parallel_size,
+--vllm_max_model_len; --enforce_eager and --use_hf alone mean true.
 )";
 
 using Flags = std::map<std::string, std::string>;
@@ -87,8 +95,23 @@ Flags parse_flags(int argc, char** argv) {
                                  "use_hf", "api_key_file", "max_n", "max_connections",
                                  "max_connections_per_client", "client_timeout_s", "max_sequences_per_call",
                                  "max_sequences_in_flight", "max_num_seqs", "gpu_memory_utilization", "enforce_eager",
-                                 "max_num_batched_tokens", "data_parallel_size"};
+                                 "max_num_batched_tokens", "data_parallel_size", "max_model_len",
+                                 "tensor_parallel_size"};
+  // The same settings under the names `trl vllm-serve` and `swift rollout`
+  // give them, so that their command lines run as they are.
+  static const std::map<std::string, std::string> kAliases = {
+      {"dtype", "torch_dtype"},
+      {"revision", "model_revision"},
+      {"vllm_gpu_memory_utilization", "gpu_memory_utilization"},
+      {"vllm_max_num_seqs", "max_num_seqs"},
+      {"vllm_enforce_eager", "enforce_eager"},
+      {"vllm_data_parallel_size", "data_parallel_size"},
+      {"vllm_tensor_parallel_size", "tensor_parallel_size"},
+      {"vllm_max_model_len", "max_model_len"}};
+  // Switches a bare --name turns on, as Hugging Face's argument parser reads them.
+  static const char* kSwitches[] = {"enforce_eager", "use_hf"};
   Flags flags;
+  std::map<std::string, std::string> spelled;  // setting -> the name it was given as
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h" || arg == "--version") {
@@ -97,16 +120,27 @@ Flags parse_flags(int argc, char** argv) {
     }
     if (arg.rfind("--", 0) != 0) throw std::invalid_argument(fmt::format("unexpected argument '{}'", arg));
     std::string name = arg.substr(2), value;
-    if (auto eq = name.find('='); eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name.resize(eq);
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    } else {
-      throw std::invalid_argument(fmt::format("--{} needs a value", name));
+    const bool has_value = name.find('=') != std::string::npos;
+    if (has_value) {
+      value = name.substr(name.find('=') + 1);
+      name.resize(name.find('='));
     }
+    const std::string given = name;
+    if (auto alias = kAliases.find(name); alias != kAliases.end()) name = alias->second;
     if (std::none_of(std::begin(kKnown), std::end(kKnown), [&](const char* k) { return name == k; }))
-      throw std::invalid_argument(fmt::format("unknown flag --{} (see grpo-rollout --help)", name));
+      throw std::invalid_argument(fmt::format("unknown flag --{} (see grpo-rollout --help)", given));
+    const bool is_switch = std::any_of(std::begin(kSwitches), std::end(kSwitches), [&](const char* k) { return name == k; });
+    if (!has_value) {
+      if (is_switch && (i + 1 == argc || std::string(argv[i + 1]).rfind("--", 0) == 0))
+        value = "true";
+      else if (i + 1 < argc)
+        value = argv[++i];
+      else
+        throw std::invalid_argument(fmt::format("--{} needs a value", given));
+    }
+    if (auto before = spelled.find(name); before != spelled.end() && before->second != given)
+      throw std::invalid_argument(fmt::format("--{} and --{} are the same setting: give one", before->second, given));
+    spelled[name] = given;
     flags[name] = value;
   }
   return flags;
@@ -173,9 +207,17 @@ grpo::rollout::ServerOptions server_options(const Flags& flags) {
         "raise the first or lower the second",
         o.max_sequences_in_flight, o.max_sequences_per_call));
   o.device = grpo::model::parse_device(get("device", "auto"), "--device");
-  o.dtype = grpo::model::weight_dtype_from_name(get("torch_dtype", o.device.is_cuda() ? "bfloat16" : "float32"),
-                                                "--torch_dtype");
+  // "auto" (trl vllm-serve's default): the device's own default.
+  std::string dtype = get("torch_dtype", "auto");
+  if (dtype == "auto") dtype = o.device.is_cuda() ? "bfloat16" : "float32";
+  o.dtype = grpo::model::weight_dtype_from_name(dtype, "--torch_dtype");
   o.data_parallel_size = int_flag(flags, "data_parallel_size", 1, 1);
+  if (int_flag(flags, "tensor_parallel_size", 1, 1) != 1)
+    throw std::invalid_argument(
+        "--tensor_parallel_size " + flags.at("tensor_parallel_size") +
+        ": this server does not split a model over GPUs; each copy of the model must fit one GPU. For more GPUs, "
+        "run a copy on each with --data_parallel_size");
+  o.max_model_len = int_flag(flags, "max_model_len", 0, 1);
   grpo::rollout::replica_devices(o.device, o.data_parallel_size, grpo::model::visible_gpus());  // enough GPUs?
   o.num_threads = static_cast<int>(int_flag(flags, "num_threads", 0, 0));
   o.engine.max_slots = int_flag(flags, "max_num_seqs", o.engine.max_slots, 1);

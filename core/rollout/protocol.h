@@ -42,7 +42,7 @@ struct PromptContext {
   std::vector<int32_t> eos_ids;                // stop ids unless ignore_eos
   int64_t vocab_size = 0;
   int64_t max_prompt_tokens = 0;
-  int64_t max_position_embeddings = 0;
+  int64_t max_model_len = 0;  // positions of prompt and completion together (--max_model_len)
   int64_t max_n = 256;  // completions per prompt (--max_n): a bound on what one call may allocate
   int64_t max_sequences_per_call = 4096;  // prompts × n (--max_sequences_per_call)
 };

@@ -171,8 +171,8 @@ GenerationJob make_job(const SamplingFields& f, std::vector<std::vector<int32_t>
   sp.top_p = f.top_p;
   sp.min_p = f.min_p;
   sp.repetition_penalty = f.repetition_penalty;
-  // As vLLM's engine: no sequence grows past the model's context, whatever max_tokens asks.
-  const int64_t room = std::max<int64_t>(ctx.max_position_embeddings - static_cast<int64_t>(longest), 0);
+  // As vLLM's engine: no sequence grows past the context (max_model_len), whatever max_tokens asks.
+  const int64_t room = std::max<int64_t>(ctx.max_model_len - static_cast<int64_t>(longest), 0);
   sp.max_new_tokens = f.max_tokens ? std::min(*f.max_tokens, room) : room;
   sp.stop_strings = f.stop;
   sp.top_logprobs = std::max<int64_t>(f.logprobs, 0);

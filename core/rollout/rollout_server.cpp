@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 #include <torch/utils.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -44,6 +45,13 @@ RolloutServer::RolloutServer(ServerOptions options) : options_(std::move(options
   model_name_ = std::filesystem::path(options_.model_dir).lexically_normal().filename().string();
   if (model_name_.empty()) model_name_ = std::filesystem::path(options_.model_dir).parent_path().filename().string();
   tokenizer_ = std::make_unique<tok::Tokenizer>(tok::Tokenizer::from_dir(options_.model_dir));
+  // Checked before the weights load: a large model takes minutes to.
+  const int64_t positions =
+      model::ModelConfig::load((std::filesystem::path(options_.model_dir) / "config.json").string()).max_position_embeddings;
+  if (options_.max_model_len > positions)
+    throw std::invalid_argument(fmt::format("--max_model_len {} is above the model's max_position_embeddings ({}, "
+                                            "config.json): give at most that",
+                                            options_.max_model_len, positions));
   replicas_ = std::make_unique<Replicas>(
       options_.model_dir, options_.dtype,
       replica_devices(options_.device, options_.data_parallel_size, model::visible_gpus()), tokenizer_.get(),
@@ -60,11 +68,12 @@ RolloutServer::RolloutServer(ServerOptions options) : options_(std::move(options
   }
   prompt_context_.eos_ids = model::stop_token_ids(*tokenizer_, config, options_.model_dir);
   prompt_context_.vocab_size = config.vocab_size;
-  prompt_context_.max_position_embeddings = config.max_position_embeddings;
+  const int64_t context = options_.max_model_len > 0 ? options_.max_model_len : config.max_position_embeddings;
+  prompt_context_.max_model_len = context;
   prompt_context_.max_n = options_.max_n;
   prompt_context_.max_sequences_per_call = options_.max_sequences_per_call;
   prompt_context_.max_prompt_tokens =
-      options_.max_prompt_tokens > 0 ? options_.max_prompt_tokens : config.max_position_embeddings;
+      options_.max_prompt_tokens > 0 ? std::min(options_.max_prompt_tokens, context) : context;
 
   receiver_ = std::make_unique<WeightReceiver>(
       [this](const std::vector<TensorSpec>& specs, const std::vector<at::Tensor>& tensors) {

@@ -34,7 +34,8 @@ struct ServerOptions {
   int port = 8000;                 // 0: any free port (see RolloutServer::bind)
   std::string api_key;             // when set, every endpoint needs Authorization: Bearer <key>
   size_t max_body_bytes = size_t(64) << 20;
-  int64_t max_prompt_tokens = 0;   // 0: the model's max_position_embeddings
+  int64_t max_prompt_tokens = 0;   // 0: the context (max_model_len)
+  int64_t max_model_len = 0;       // prompt + completion positions; 0: the model's max_position_embeddings
   int64_t max_n = 256;             // most completions per prompt in one call
   // prompts × n: the engine's work for a call, and what it holds in memory
   // at once (see docs/rollout.md for the defaults' reasoning).

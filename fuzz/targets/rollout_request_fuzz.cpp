@@ -18,7 +18,7 @@ const grpo::rollout::PromptContext& context() {
     c.eos_ids = {151645};
     c.vocab_size = 151936;
     c.max_prompt_tokens = 4096;
-    c.max_position_embeddings = 4096;
+    c.max_model_len = 4096;
     return c;
   }();
   return ctx;

@@ -144,7 +144,42 @@ TEST(RolloutServer, HelpVersionAndBadFlags) {
   EXPECT_EQ(no_replica.exit_code, 2);
   EXPECT_NE(no_replica.output.find("--data_parallel_size must be an integer >= 1, got '0'"), std::string::npos)
       << no_replica.output;
+  auto split = run("--model /nonexistent/model --vllm_tensor_parallel_size 2");
+  EXPECT_EQ(split.exit_code, 2);
+  EXPECT_NE(split.output.find("--tensor_parallel_size 2: this server does not split a model over GPUs"),
+            std::string::npos)
+      << split.output;
+  auto twice = run("--model /nonexistent/model --dtype bfloat16 --torch_dtype float32");
+  EXPECT_EQ(twice.exit_code, 2);
+  EXPECT_NE(twice.output.find("--dtype and --torch_dtype are the same setting"), std::string::npos) << twice.output;
   auto bad_dir = run("--model /nonexistent/model --port 0");
   EXPECT_EQ(bad_dir.exit_code, 1);
   EXPECT_NE(bad_dir.output.find("/nonexistent/model"), std::string::npos) << bad_dir.output;
 }
+
+// A `swift rollout` command line (its vllm_ names, a bare switch) and trl
+// vllm-serve's --dtype auto run as they are; the context they give bounds
+// prompt and completion together, as vLLM's max_model_len does.
+TEST(RolloutServer, TrlAndSwiftCommandLinesRunAsTheyAre) {
+  RolloutProcess server(grpo::testing::tiny_model_dir(),
+                        {"--dtype", "auto", "--vllm_max_model_len", "32", "--vllm_tensor_parallel_size", "1",
+                         "--vllm_enforce_eager", "--vllm_data_parallel_size", "1", "--vllm_gpu_memory_utilization",
+                         "0.8", "--vllm_max_num_seqs", "64"});
+  ASSERT_NE(server.port(), 0);
+  const std::vector<int32_t> prompt(30, 40);
+  const auto reply = server.post("/generate/", {{"prompts", {prompt}},
+                                                {"max_tokens", 10},
+                                                {"generation_kwargs", {{"ignore_eos", true}}}});
+  ASSERT_EQ(reply.status, 200) << reply.raw;
+  EXPECT_EQ(reply.body["completion_ids"][0].size(), 2u) << "30 prompt positions of 32: room for 2";
+  const auto too_long = server.post("/generate/", {{"prompts", {std::vector<int32_t>(33, 40)}}, {"max_tokens", 1}});
+  EXPECT_EQ(too_long.status, 422) << too_long.raw;
+  EXPECT_NE(too_long.raw.find("over the server's limit of 32"), std::string::npos) << too_long.raw;
+  EXPECT_EQ(server.terminate(), 0) << server.log();
+  const std::string model = grpo::testing::tiny_model_dir();
+  auto past = grpo::testing::run_shell("'" GRPO_ROLLOUT_EXE "' --port 0 --max_model_len 100000 --model " + model);
+  EXPECT_EQ(past.exit_code, 1);
+  EXPECT_NE(past.output.find("--max_model_len 100000 is above the model's max_position_embeddings"), std::string::npos)
+      << past.output;
+}
+
