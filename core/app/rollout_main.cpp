@@ -49,7 +49,7 @@ Serves a model over HTTP with the rollout protocol of `trl vllm-serve` and `swif
   --max_model_len N        the context: prompt and completion together stay within N positions (default and
                            most: the model's max_position_embeddings)
   --max_n N                most completions per prompt in one call (default 256); more get 422. Completions
-                           never grow past the model's max_position_embeddings, whatever max_tokens asks
+                           never grow past the context (--max_model_len), whatever max_tokens asks
   --max_sequences_per_call N
                            most sequences (prompts × n) in one call (default 4096); larger calls get 422
   --max_sequences_in_flight N
