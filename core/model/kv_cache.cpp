@@ -71,6 +71,8 @@ std::pair<at::Tensor, at::Tensor> KvCache::gather(size_t layer, const at::Tensor
 }
 
 KvCache KvCache::of_rows(const std::vector<const std::vector<std::pair<at::Tensor, at::Tensor>>*>& rows) {
+  using at::indexing::Slice;
+  using at::indexing::TensorIndex;
   KvCache cache;
   const std::vector<std::pair<at::Tensor, at::Tensor>>* any = nullptr;
   int64_t longest = 0;
@@ -78,25 +80,39 @@ KvCache KvCache::of_rows(const std::vector<const std::vector<std::pair<at::Tenso
     if (r && !r->empty()) any = r, longest = std::max(longest, r->front().first.size(1));
   if (!any || longest == 0) return cache;
   const auto B = static_cast<int64_t>(rows.size());
-  cache.layers_.resize(any->size());
-  for (size_t l = 0; l < any->size(); ++l) {
-    const at::Tensor& k0 = (*any)[l].first;
-    // Room for the suffix and some decoding before the first regrowth.
-    at::Tensor k = at::zeros({B, k0.size(0), longest + 64, k0.size(2)}, k0.options()), v = at::zeros_like(k);
-    for (int64_t p = 0; p < B; ++p) {
-      const auto* r = rows[static_cast<size_t>(p)];
-      if (!r || r->empty()) continue;
-      const int64_t n = (*r)[l].first.size(1);
-      k[p].narrow(1, longest - n, n).copy_((*r)[l].first);
-      v[p].narrow(1, longest - n, n).copy_((*r)[l].second);
-    }
-    cache.layers_[l] = Layer{k, v, longest};
-  }
-  cache.key_mask = at::zeros({B, longest}, at::TensorOptions().dtype(at::kLong).device(any->front().first.device()));
+  // Where each row's positions go, right-aligned: made on the host and moved
+  // once, so each layer is one concatenation and one indexed write whatever
+  // the number of rows (a copy per row and layer costs a GPU a launch each).
+  std::vector<int64_t> row_of, position_of;
+  at::Tensor mask = at::zeros({B, longest}, at::kLong);
+  auto mask_at = mask.accessor<int64_t, 2>();
   for (int64_t p = 0; p < B; ++p) {
     const auto* r = rows[static_cast<size_t>(p)];
-    if (r && !r->empty()) cache.key_mask[p].narrow(0, longest - r->front().first.size(1), r->front().first.size(1)).fill_(1);
+    if (!r || r->empty()) continue;
+    const int64_t n = r->front().first.size(1);
+    for (int64_t t = longest - n; t < longest; ++t) {
+      row_of.push_back(p);
+      position_of.push_back(t);
+      mask_at[p][t] = 1;
+    }
   }
+  const at::Device device = any->front().first.device();
+  const at::Tensor row_index = at::tensor(row_of, at::kLong).to(device);
+  const at::Tensor position_index = at::tensor(position_of, at::kLong).to(device);
+  cache.layers_.resize(any->size());
+  for (size_t l = 0; l < any->size(); ++l) {
+    std::vector<at::Tensor> keys, values;
+    for (const auto* r : rows)
+      if (r && !r->empty()) keys.push_back((*r)[l].first), values.push_back((*r)[l].second);
+    const at::Tensor& k0 = keys.front();
+    // Room for the suffix and some decoding before the first regrowth.
+    at::Tensor k = at::zeros({B, k0.size(0), longest + 64, k0.size(2)}, k0.options()), v = at::zeros_like(k);
+    // Advanced indices around a slice take values [N, H_kv, D].
+    k.index_put_({TensorIndex(row_index), Slice(), TensorIndex(position_index)}, at::cat(keys, 1).permute({1, 0, 2}));
+    v.index_put_({TensorIndex(row_index), Slice(), TensorIndex(position_index)}, at::cat(values, 1).permute({1, 0, 2}));
+    cache.layers_[l] = Layer{k, v, longest};
+  }
+  cache.key_mask = mask.to(device);
   return cache;
 }
 
