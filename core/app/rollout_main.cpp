@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -83,7 +84,7 @@ Serves a model over HTTP with the rollout protocol of `trl vllm-serve` and `swif
 
 trl vllm-serve's and swift rollout's names work too: --dtype, --revision, --vllm_gpu_memory_utilization,
 --vllm_max_num_seqs, --vllm_enforce_eager, --vllm_data_parallel_size, --vllm_tensor_parallel_size,
---vllm_max_model_len; --enforce_eager and --use_hf alone mean true.
+--vllm_max_model_len; --enforce_eager and --use_hf alone mean true; dashes in names read as underscores.
 )";
 
 using Flags = std::map<std::string, std::string>;
@@ -126,6 +127,7 @@ Flags parse_flags(int argc, char** argv) {
       name.resize(name.find('='));
     }
     const std::string given = name;
+    std::replace(name.begin(), name.end(), '-', '_');  // --max-model-len, as Hugging Face's parser also reads it
     if (auto alias = kAliases.find(name); alias != kAliases.end()) name = alias->second;
     if (std::none_of(std::begin(kKnown), std::end(kKnown), [&](const char* k) { return name == k; }))
       throw std::invalid_argument(fmt::format("unknown flag --{} (see grpo-rollout --help)", given));
@@ -141,6 +143,13 @@ Flags parse_flags(int argc, char** argv) {
     if (auto before = spelled.find(name); before != spelled.end() && before->second != given)
       throw std::invalid_argument(fmt::format("--{} and --{} are the same setting: give one", before->second, given));
     spelled[name] = given;
+    if (is_switch) {  // Hugging Face's spellings of a boolean
+      std::string lower = value;
+      std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+      if (lower == "yes" || lower == "y" || lower == "t" || lower == "1") lower = "true";
+      if (lower == "no" || lower == "n" || lower == "f" || lower == "0") lower = "false";
+      if (lower == "true" || lower == "false") value = lower;
+    }
     flags[name] = value;
   }
   return flags;

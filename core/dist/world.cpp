@@ -92,8 +92,7 @@ std::unique_ptr<World> World::join(const RankEnv& env, std::chrono::milliseconds
       impl->nccl = make_nccl_group(c10::make_intrusive<c10d::PrefixStore>("train_nccl/", impl->store), env.rank,
                                    env.world_size, device, collective_timeout + std::chrono::minutes(1));
       if (env.rank == 0)
-        spdlog::info("gradients, optimizer shards and metrics go over NCCL between the GPUs of {} rank(s)",
-                     env.world_size);
+        spdlog::info("gradients and optimizer shards go over NCCL between the GPUs of {} rank(s)", env.world_size);
     }
   } catch (const CollectiveError&) {
     throw;  // --ddp_backend nccl on ranks that share a GPU: said as it is

@@ -142,8 +142,9 @@ void Engine::prefill(EngineCall& call) {
   const at::Device device = model_->model->embed_tokens->weight.device();
   const auto forward = [&](size_t begin, size_t end, KvCache& cache) {  // the last positions' logits [n, V]
     // A prompt alone past the budget goes in chunks of it, each continuing
-    // the cache (vLLM's chunked prefill): one forward's activations stay
-    // bounded however long the prompt.
+    // the cache (vLLM's chunked prefill): one forward's projections and MLP
+    // stay bounded however long the prompt (attention's mask spans the chunk
+    // times the context).
     using Ids = std::vector<int32_t>;
     const auto it = [](const auto& v, size_t i) { return v.begin() + static_cast<std::ptrdiff_t>(i); };
     std::vector<std::vector<Ids>> forwards = {std::vector<Ids>(it(rest, begin), it(rest, end))};
@@ -165,18 +166,18 @@ void Engine::prefill(EngineCall& call) {
   if (starts.size() == 2) {
     call.prompts = KvCache::of_rows(reused);
     call.last = forward(0, rest.size(), call.prompts);
-  } else {  // each batch's rows, their padding left out, then one cache of them all
-    std::vector<std::vector<std::pair<at::Tensor, at::Tensor>>> rows(rest.size());
+  } else {  // each batch's rows placed in one cache, their padding left out, as each batch is done
+    std::vector<int64_t> lengths;
+    for (size_t p = 0; p < rest.size(); ++p)
+      lengths.push_back((reused[p] ? reused[p]->front().first.size(1) : 0) + static_cast<int64_t>(rest[p].size()));
+    call.prompts = KvCache::with_lengths(std::move(lengths));
     std::vector<at::Tensor> last;
     for (size_t c = 0; c + 1 < starts.size(); ++c) {
       const auto begin = static_cast<std::ptrdiff_t>(starts[c]), end = static_cast<std::ptrdiff_t>(starts[c + 1]);
       KvCache part = KvCache::of_rows(decltype(reused)(reused.begin() + begin, reused.begin() + end));
       last.push_back(forward(starts[c], starts[c + 1], part));
-      for (std::ptrdiff_t p = begin; p < end; ++p) rows[static_cast<size_t>(p)] = part.real_row(p - begin);
+      call.prompts.place(part, begin);
     }
-    std::vector<const std::vector<std::pair<at::Tensor, at::Tensor>>*> all;
-    for (const auto& r : rows) all.push_back(&r);
-    call.prompts = KvCache::of_rows(all);
     call.last = at::cat(last);
   }
   kept_.clear();  // copied into the cache; this call's completions replace them

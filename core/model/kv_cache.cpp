@@ -1,6 +1,7 @@
 #include "model/kv_cache.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace grpo::model {
 
@@ -68,6 +69,53 @@ std::pair<at::Tensor, at::Tensor> KvCache::gather(size_t layer, const at::Tensor
     return t.narrow(2, 0, l.used).index({TensorIndex(row_index), Slice(), TensorIndex(positions)}).permute({0, 2, 1, 3});
   };
   return {pick(l.k), pick(l.v)};
+}
+
+KvCache KvCache::with_lengths(std::vector<int64_t> lengths) {
+  KvCache cache;
+  cache.lengths_ = std::move(lengths);
+  return cache;
+}
+
+void KvCache::place(const KvCache& part, int64_t first_row) {
+  using at::indexing::Slice;
+  using at::indexing::TensorIndex;
+  const at::Device device = part.layers_.at(0).k.device();
+  const auto B = static_cast<int64_t>(lengths_.size());
+  const int64_t longest = *std::max_element(lengths_.begin(), lengths_.end());
+  if (layers_.empty()) {
+    for (const Layer& l : part.layers_) {
+      // Room for some decoding before the first regrowth, as of_rows leaves.
+      at::Tensor k = at::zeros({B, l.k.size(1), longest + 64, l.k.size(3)}, l.k.options());
+      layers_.push_back(Layer{k, at::zeros_like(k), longest});
+    }
+    at::Tensor mask = at::zeros({B, longest}, at::kLong);
+    auto mask_at = mask.accessor<int64_t, 2>();
+    for (int64_t p = 0; p < B; ++p)
+      for (int64_t t = longest - lengths_[static_cast<size_t>(p)]; t < longest; ++t) mask_at[p][t] = 1;
+    key_mask = mask.to(device);
+  }
+  std::vector<int64_t> from_row, from_position, to_row, to_position;
+  const std::vector<std::vector<int64_t>> real = part.real_positions();
+  for (size_t i = 0; i < real.size(); ++i) {
+    const int64_t row = first_row + static_cast<int64_t>(i), n = static_cast<int64_t>(real[i].size());
+    if (row >= B || n != lengths_[static_cast<size_t>(row)])
+      throw std::logic_error("kv cache: a placed row is not the length it was made for");
+    for (int64_t t = 0; t < n; ++t) {
+      from_row.push_back(static_cast<int64_t>(i));
+      from_position.push_back(real[i][static_cast<size_t>(t)]);
+      to_row.push_back(row);
+      to_position.push_back(longest - n + t);
+    }
+  }
+  auto index = [&](const std::vector<int64_t>& v) { return TensorIndex(at::tensor(v, at::kLong).to(device)); };
+  const TensorIndex fr = index(from_row), fp = index(from_position), tr = index(to_row), tp = index(to_position);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const Layer& src = part.layers_[l];
+    // Advanced indices around a slice: [N, H_kv, D] read, and written.
+    layers_[l].k.index_put_({tr, Slice(), tp}, src.k.narrow(2, 0, src.used).index({fr, Slice(), fp}));
+    layers_[l].v.index_put_({tr, Slice(), tp}, src.v.narrow(2, 0, src.used).index({fr, Slice(), fp}));
+  }
 }
 
 KvCache KvCache::of_rows(const std::vector<const std::vector<std::pair<at::Tensor, at::Tensor>>*>& rows) {

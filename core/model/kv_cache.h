@@ -50,6 +50,16 @@ class KvCache : public LayerKv {
   // none), right-aligned behind left padding, as a prefill would have left it.
   static KvCache of_rows(const std::vector<const std::vector<std::pair<at::Tensor, at::Tensor>>*>& rows);
 
+  // A cache of lengths.size() rows, row p to hold lengths[p] positions
+  // right-aligned behind left padding (as of_rows lays rows out), filled by
+  // place(); its layers are allocated by the first place(), whose part gives
+  // their shapes.
+  static KvCache with_lengths(std::vector<int64_t> lengths);
+  // Rows first_row.. take the real positions of `part`'s rows, in order: one
+  // gather and one indexed write per layer, one read of the part's mask.
+  // Throws when a row's real positions are not the length it was made for.
+  void place(const KvCache& part, int64_t first_row);
+
   at::Tensor key_mask;  // [B, S] 1 = real token, 0 = padding; kept by the model
 
  private:
@@ -58,6 +68,7 @@ class KvCache : public LayerKv {
     int64_t used = 0;
   };
   std::vector<Layer> layers_;
+  std::vector<int64_t> lengths_;  // with_lengths: the rows' lengths, until place() allocates
 };
 
 }  // namespace grpo::model

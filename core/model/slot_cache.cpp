@@ -1,5 +1,6 @@
 #include "model/slot_cache.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -37,14 +38,25 @@ std::pair<at::Tensor, at::Tensor> SlotCache::append(size_t layer, const at::Tens
 }
 
 void SlotCache::load_rows(const at::Tensor& slots, const KvCache& prompts, const at::Tensor& rows,
-                          const at::Tensor& positions) {
+                          const at::Tensor& positions, int64_t max_gather_bytes) {
   if (prompts.layer_count() != layers_.size()) throw std::logic_error("slot cache: a sequence of another layer count");
-  const int64_t n = positions.size(1);
+  const int64_t n = positions.size(1), m = slots.size(0);
   if (n > capacity_) throw std::logic_error("slot cache: a sequence longer than its capacity");
-  for (size_t l = 0; l < layers_.size(); ++l) {
-    auto [k, v] = prompts.gather(l, rows, positions);
-    layers_[l].first.narrow(2, 0, n).index_copy_(0, slots, k);
-    layers_[l].second.narrow(2, 0, n).index_copy_(0, slots, v);
+  // Rows in groups whose gathered keys and values take at most max_gather_bytes
+  // (a group of many long copies would hold them all at once, outside the
+  // memory budget of the slots).
+  const at::Tensor& k0 = layers_.front().first;
+  const int64_t row_bytes = 2 * n * k0.size(1) * k0.size(3) * static_cast<int64_t>(k0.element_size());
+  const int64_t group = std::clamp<int64_t>(max_gather_bytes / std::max<int64_t>(row_bytes, 1), 1, m);
+  for (int64_t from = 0; from < m; from += group) {
+    const int64_t count = std::min(group, m - from);
+    const at::Tensor to = slots.narrow(0, from, count), of = rows.narrow(0, from, count),
+                     where = positions.narrow(0, from, count);
+    for (size_t l = 0; l < layers_.size(); ++l) {
+      auto [k, v] = prompts.gather(l, of, where);
+      layers_[l].first.narrow(2, 0, n).index_copy_(0, to, k);
+      layers_[l].second.narrow(2, 0, n).index_copy_(0, to, v);
+    }
   }
 }
 

@@ -32,7 +32,9 @@ class SlotCache : public LayerKv {
   // layer's gathered copy exists at once. Rows with fewer real positions than
   // n repeat one: their slot's positions past it are written by decoding
   // before any step reads them.
-  void load_rows(const at::Tensor& slots, const KvCache& prompts, const at::Tensor& rows, const at::Tensor& positions);
+  // max_gather_bytes: the most one gather of a group of rows holds.
+  void load_rows(const at::Tensor& slots, const KvCache& prompts, const at::Tensor& rows, const at::Tensor& positions,
+                 int64_t max_gather_bytes = int64_t{256} << 20);
 
   // Copies slots `from` to slots `to` ([m] int64 each, on the cache's device).
   void move(const at::Tensor& from, const at::Tensor& to);

@@ -72,11 +72,9 @@ Replicas::~Replicas() {
 
 namespace {
 
-// The part of `job` from request `begin` to `end`.
+// The part of `job` from request `begin` to `end`: the job with its other requests left out.
 GenerationJob part_of(const GenerationJob& job, size_t begin, size_t end) {
-  GenerationJob part;
-  part.params = job.params;
-  part.logprobs = job.logprobs;
+  GenerationJob part = job;
   part.requests.assign(job.requests.begin() + static_cast<std::ptrdiff_t>(begin),
                        job.requests.begin() + static_cast<std::ptrdiff_t>(end));
   return part;
@@ -88,7 +86,7 @@ constexpr auto kCheckEvery = std::chrono::milliseconds(100);
 
 std::vector<model::Completion> Replicas::run(const GenerationJob& job, const std::function<bool()>& client_alive) {
   const auto runs = split_requests(job.requests.size(), replicas_.size());
-  const size_t first = next_.fetch_add(runs.size()) % replicas_.size();
+  const size_t first = next_.fetch_add(1) % replicas_.size();
   auto count = [this](bool served) {
     std::lock_guard<std::mutex> lock(mutex_);
     (served ? calls_.jobs : calls_.cancelled) += 1;
@@ -106,43 +104,62 @@ std::vector<model::Completion> Replicas::run(const GenerationJob& job, const std
   if (runs.size() == 1) return counted([&] { return replicas_[first].queue->run(job, client_alive); });
 
   // Parts wait on threads of their own; this thread asks whether the client
-  // is still there (client_alive reads this thread's connection) and tells them.
+  // is still there (client_alive reads this thread's connection) and tells
+  // them, and so does a part that failed: the call fails, the others stop
+  // spending on it.
   std::atomic<bool> dropped{false};
   auto alive = [&dropped] { return !dropped.load(); };
   std::vector<GenerationJob> parts;
   for (const auto& [begin, end] : runs) parts.push_back(part_of(job, begin, end));
   std::vector<std::future<std::vector<model::Completion>>> futures;
+  // Set on every way out, before the futures' destructors wait for their parts.
+  struct DropOnExit {
+    std::atomic<bool>& flag;
+    ~DropOnExit() { flag = true; }
+  } drop_on_exit{dropped};
   for (size_t i = 0; i < parts.size(); ++i) {
     BatchQueue& queue = *replicas_[(first + i) % replicas_.size()].queue;
     futures.push_back(std::async(std::launch::async, [&queue, &parts, &alive, i] { return queue.run(parts[i], alive); }));
   }
   return counted([&] {
-    std::vector<model::Completion> out;
+    std::vector<std::vector<model::Completion>> results(futures.size());
+    std::vector<bool> done(futures.size(), false);
     std::exception_ptr failure, cancelled;
-    for (size_t i = 0; i < futures.size(); ++i) {
-      while (futures[i].wait_for(kCheckEvery) != std::future_status::ready)
-        if (!dropped && !client_alive()) dropped = true;
-      try {
-        for (model::Completion& c : futures[i].get()) {
-          c.request += runs[i].first;
-          out.push_back(std::move(c));
+    for (size_t left = futures.size(); left > 0;) {
+      const auto waiting = std::find(done.begin(), done.end(), false) - done.begin();
+      futures[static_cast<size_t>(waiting)].wait_for(kCheckEvery);
+      for (size_t i = 0; i < futures.size(); ++i) {
+        if (done[i] || futures[i].wait_for(std::chrono::seconds(0)) != std::future_status::ready) continue;
+        done[i] = true;
+        --left;
+        try {
+          results[i] = futures[i].get();
+        } catch (const CallCancelled&) {
+          if (!cancelled) cancelled = std::current_exception();
+        } catch (...) {
+          if (!failure) failure = std::current_exception();
+          dropped = true;
         }
-      } catch (const CallCancelled&) {
-        if (!cancelled) cancelled = std::current_exception();
-      } catch (...) {
-        if (!failure) failure = std::current_exception();
-        dropped = true;  // the call fails: the other parts stop spending on it
       }
+      if (left > 0 && !dropped && !client_alive()) dropped = true;
     }
     if (failure) std::rethrow_exception(failure);
     if (cancelled) std::rethrow_exception(cancelled);
+    std::vector<model::Completion> out;
+    for (size_t i = 0; i < results.size(); ++i)
+      for (model::Completion& c : results[i]) {
+        c.request += runs[i].first;
+        out.push_back(std::move(c));
+      }
     return out;
   });
 }
 
 void Replicas::exclusive(const std::function<void(model::Engine&)>& fn) {
-  // Held in order over every replica, so no part of a call decodes with
-  // weights the other parts do not have.
+  // Every replica held (always in the same order), so none generates while
+  // the weights change under it. A call whose parts straddle an update may
+  // decode some parts before it and some after, as calls on several servers
+  // would; trainers push weights between generations, never during one.
   std::function<void(size_t)> hold = [&](size_t i) {
     if (i == replicas_.size()) {
       for (Replica& r : replicas_) fn(*r.engine);

@@ -233,10 +233,15 @@ void RolloutServer::stop() {
 }
 
 void RolloutServer::apply_weights(const std::vector<TensorSpec>& specs, const std::vector<at::Tensor>& tensors) {
+  // Replicas on other GPUs take the weights in their own dtype, converted
+  // once here: a converting copy across GPUs would allocate on each.
+  std::vector<at::Tensor> values = tensors;
+  if (replicas_->size() > 1)
+    for (at::Tensor& v : values) v = v.to(options_.dtype);
   replicas_->exclusive([&](model::Engine& engine) {
     torch::NoGradGuard no_grad;
     auto params = engine.model()->named_parameters();
-    for (size_t i = 0; i < specs.size(); ++i) params[specs[i].name].copy_(tensors[i]);  // converts the dtype
+    for (size_t i = 0; i < specs.size(); ++i) params[specs[i].name].copy_(values[i]);  // converts the dtype
   });
 }
 

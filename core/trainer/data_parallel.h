@@ -38,7 +38,9 @@ int64_t average_gradients(dist::World& world, const std::vector<at::Tensor>& par
 class ParameterSync {
  public:
   ParameterSync(dist::World& world, std::vector<at::Tensor> trained, int zero_stage, int64_t bucket_bytes);
-  bool sharded() const { return stage_ > 0 && world_.distributed(); }
+  // Over several ranks only: a group of one (torchrun --nproc_per_node 1)
+  // keeps its whole optimizer state, and its checkpoints resume as a plain run's.
+  bool sharded() const { return stage_ > 0 && world_.size() > 1; }
   // The next backward is the step's last: where every rank holds every
   // gradient (stages 0 and 1), its buckets are all-reduced while it runs.
   void before_last_backward(const std::string& what);

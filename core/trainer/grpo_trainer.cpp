@@ -140,7 +140,7 @@ GrpoTrainer::GrpoTrainer(GrpoSettings settings, dist::World& world)
   policy_.sync = std::make_unique<ParameterSync>(world_, trainable_parameters(*policy_.policy), s_.dist.zero_stage,
                                                  s_.dist.bucket_bytes);
   policy_.optimizer = make_adamw(s_.optimizer, policy_.sync->optimized());
-  if (s_.dist.zero_stage > 0 && !world_.distributed())
+  if (s_.dist.zero_stage > 0 && world_.size() < 2)
     spdlog::warn("ZeRO stage {} shards across processes; with one process it changes nothing", s_.dist.zero_stage);
   const OptimizerSettings& o = s_.optimizer;
   policy_.schedule =

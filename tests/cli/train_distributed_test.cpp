@@ -182,6 +182,7 @@ TEST(TrainDistributed, TwoProcessesTrainExactlyAsOneProcessWithTwiceTheBatch) {
 // torchrun --nproc_per_node 1 (RANK 0, WORLD_SIZE 1, MASTER_ADDR and
 // MASTER_PORT): a group of one, as DDP forms it; the gradients' all-reduce,
 // the samples' gather and the metrics' sums run through it and change nothing.
+// ZeRO over one rank shards nothing: the checkpoint is a plain run's.
 // On a GPU the same run goes over NCCL (TrainGpu.AWorldOfOneOnTheGpuTrainsOverNccl).
 TEST(TrainDistributed, AWorldOfOneStartedByALauncherTrainsThroughItsGroupAsAPlainRun) {
   const std::string dir = tiny_run_dir("dist_world_of_one");
@@ -191,11 +192,12 @@ TEST(TrainDistributed, AWorldOfOneStartedByALauncherTrainsThroughItsGroupAsAPlai
   ASSERT_EQ(plain.exit_code, 0) << plain.output;
   EXPECT_EQ(plain.output.find("data parallel"), std::string::npos) << plain.output;
   const std::string port = std::to_string(grpo::dist::free_port("127.0.0.1"));
-  CommandResult one = run_host(base + "/group",
+  CommandResult one = run_host(base + "/group --deepspeed zero2",
                                "RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port);
   ASSERT_EQ(one.exit_code, 0) << one.output;
   EXPECT_NE(one.output.find("data parallel over 1 process (a group of one)"), std::string::npos) << one.output;
   expect_same_training(dir + "/one", dir + "/group", 2, 8);
+  EXPECT_TRUE(fs::exists(dir + "/group/checkpoint-2/optimizer.pt")) << "one rank keeps its whole optimizer state";
 }
 
 TEST(TrainDistributed, AsyncGenerateTrainsAsOneProcess) {

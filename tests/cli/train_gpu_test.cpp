@@ -259,7 +259,7 @@ TEST(TrainGpu, AWorldOfOneOnTheGpuTrainsOverNcclAsAPlainRun) {
                                  "RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port);
   ASSERT_EQ(group.exit_code, 0) << group.output;
   EXPECT_NE(group.output.find("data parallel over 1 process (a group of one)"), std::string::npos) << group.output;
-  EXPECT_NE(group.output.find("go over NCCL between the GPUs of 1 rank(s)"), std::string::npos) << group.output;
+  EXPECT_NE(group.output.find("shards go over NCCL between the GPUs of 1 rank(s)"), std::string::npos) << group.output;
   expect_same_logs(dir + "/plain", dir + "/group", 3, 1e-5);
 }
 

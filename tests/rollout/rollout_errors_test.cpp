@@ -157,14 +157,14 @@ TEST(RolloutServer, HelpVersionAndBadFlags) {
   EXPECT_NE(bad_dir.output.find("/nonexistent/model"), std::string::npos) << bad_dir.output;
 }
 
-// A `swift rollout` command line (its vllm_ names, a bare switch) and trl
-// vllm-serve's --dtype auto run as they are; the context they give bounds
+// A `swift rollout` command line (its vllm_ names, a bare switch, a dashed
+// name, a boolean spelled Yes) and trl vllm-serve's --dtype auto run as they are; the context they give bounds
 // prompt and completion together, as vLLM's max_model_len does.
 TEST(RolloutServer, TrlAndSwiftCommandLinesRunAsTheyAre) {
   RolloutProcess server(grpo::testing::tiny_model_dir(),
-                        {"--dtype", "auto", "--vllm_max_model_len", "32", "--vllm_tensor_parallel_size", "1",
+                        {"--dtype", "auto", "--vllm-max-model-len", "32", "--vllm_tensor_parallel_size", "1",
                          "--vllm_enforce_eager", "--vllm_data_parallel_size", "1", "--vllm_gpu_memory_utilization",
-                         "0.8", "--vllm_max_num_seqs", "64"});
+                         "0.8", "--vllm_max_num_seqs", "64", "--use_hf", "Yes"});
   ASSERT_NE(server.port(), 0);
   const std::vector<int32_t> prompt(30, 40);
   const auto reply = server.post("/generate/", {{"prompts", {prompt}},
