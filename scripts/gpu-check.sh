@@ -157,10 +157,11 @@ else
   phase bench-step 160 "$BUILD_DIR/bin/bench_step" --shape qwen2.5-0.5b --dtype bfloat16 --device cuda --steps 3 \
     >"$OUT/bench.txt" 2>&1
   # The rollout server's limits, cancellation (a client gone, SIGTERM), error
-  # answers and weight pushes with its engine on the GPU (the same tests,
-  # --device cuda; a push from the same GPU goes over Gloo, and says why).
+  # answers, weight pushes and trl's / ms-swift's command lines with its
+  # engine on the GPU (the same tests, --device cuda; a push from the same GPU
+  # goes over Gloo, and says why). --data_parallel_size needs two GPUs.
   (cd "$BUILD_DIR" && phase ctest-rollout-gpu 95 env GRPO_TEST_ROLLOUT_DEVICE=cuda \
-    ctest -R '^(RolloutHostile|RolloutWeights)[.]' --no-tests=error --output-on-failure \
+    ctest -R '^(RolloutHostile[.]|RolloutWeights[.]|RolloutServer[.]TrlAndSwift)' --no-tests=error --output-on-failure \
     >"$OUT/ctest-rollout-gpu.log" 2>&1)
   # The weight push trainer -> grpo-rollout at Qwen2.5-0.5B's shape, both on
   # the GPU, against a device-to-device copy of the same tensors.

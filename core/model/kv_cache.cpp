@@ -1,6 +1,7 @@
 #include "model/kv_cache.h"
 
 #include <algorithm>
+#include <functional>
 #include <stdexcept>
 
 namespace grpo::model {
@@ -77,90 +78,76 @@ KvCache KvCache::with_lengths(std::vector<int64_t> lengths) {
   return cache;
 }
 
-void KvCache::place(const KvCache& part, int64_t first_row) {
+// Where rows go, right-aligned: targets made on the host and moved once, so
+// each layer is one indexed write whatever the number of rows (a copy per
+// row and layer costs a GPU a launch each).
+void KvCache::write_rows(int64_t first_row, size_t layer_count,
+                         const std::function<std::pair<at::Tensor, at::Tensor>(size_t)>& values, at::Device device) {
   using at::indexing::Slice;
   using at::indexing::TensorIndex;
-  const at::Device device = part.layers_.at(0).k.device();
   const auto B = static_cast<int64_t>(lengths_.size());
   const int64_t longest = *std::max_element(lengths_.begin(), lengths_.end());
   if (layers_.empty()) {
-    for (const Layer& l : part.layers_) {
-      // Room for some decoding before the first regrowth, as of_rows leaves.
-      at::Tensor k = at::zeros({B, l.k.size(1), longest + 64, l.k.size(3)}, l.k.options());
-      layers_.push_back(Layer{k, at::zeros_like(k), longest});
-    }
     at::Tensor mask = at::zeros({B, longest}, at::kLong);
     auto mask_at = mask.accessor<int64_t, 2>();
     for (int64_t p = 0; p < B; ++p)
       for (int64_t t = longest - lengths_[static_cast<size_t>(p)]; t < longest; ++t) mask_at[p][t] = 1;
     key_mask = mask.to(device);
   }
-  std::vector<int64_t> from_row, from_position, to_row, to_position;
-  const std::vector<std::vector<int64_t>> real = part.real_positions();
-  for (size_t i = 0; i < real.size(); ++i) {
-    const int64_t row = first_row + static_cast<int64_t>(i), n = static_cast<int64_t>(real[i].size());
-    if (row >= B || n != lengths_[static_cast<size_t>(row)])
-      throw std::logic_error("kv cache: a placed row is not the length it was made for");
-    for (int64_t t = 0; t < n; ++t) {
-      from_row.push_back(static_cast<int64_t>(i));
-      from_position.push_back(real[i][static_cast<size_t>(t)]);
-      to_row.push_back(row);
-      to_position.push_back(longest - n + t);
+  std::vector<int64_t> to_row, to_position;
+  for (int64_t p = first_row; p < B; ++p)
+    for (int64_t t = longest - lengths_[static_cast<size_t>(p)]; t < longest; ++t) to_row.push_back(p), to_position.push_back(t);
+  const at::Tensor rows = at::tensor(to_row, at::kLong).to(device), positions = at::tensor(to_position, at::kLong).to(device);
+  for (size_t l = 0; l < layer_count; ++l) {
+    auto [k, v] = values(l);  // [N, H_kv, D], rows first_row.. in order, each row's positions in order
+    if (k.size(0) > static_cast<int64_t>(to_row.size()))
+      throw std::logic_error("kv cache: more positions placed than the rows were made for");
+    if (layers_.size() <= l) {
+      // Room for the suffix and some decoding before the first regrowth.
+      at::Tensor zeros = at::zeros({B, k.size(1), longest + 64, k.size(2)}, k.options());
+      layers_.push_back(Layer{zeros, at::zeros_like(zeros), longest});
     }
-  }
-  auto index = [&](const std::vector<int64_t>& v) { return TensorIndex(at::tensor(v, at::kLong).to(device)); };
-  const TensorIndex fr = index(from_row), fp = index(from_position), tr = index(to_row), tp = index(to_position);
-  for (size_t l = 0; l < layers_.size(); ++l) {
-    const Layer& src = part.layers_[l];
-    // Advanced indices around a slice: [N, H_kv, D] read, and written.
-    layers_[l].k.index_put_({tr, Slice(), tp}, src.k.narrow(2, 0, src.used).index({fr, Slice(), fp}));
-    layers_[l].v.index_put_({tr, Slice(), tp}, src.v.narrow(2, 0, src.used).index({fr, Slice(), fp}));
+    const TensorIndex row(rows.narrow(0, 0, k.size(0))), position(positions.narrow(0, 0, k.size(0)));
+    // Advanced indices around a slice take values [N, H_kv, D].
+    layers_[l].k.index_put_({row, Slice(), position}, k);
+    layers_[l].v.index_put_({row, Slice(), position}, v);
   }
 }
 
-KvCache KvCache::of_rows(const std::vector<const std::vector<std::pair<at::Tensor, at::Tensor>>*>& rows) {
-  using at::indexing::Slice;
-  using at::indexing::TensorIndex;
-  KvCache cache;
-  const std::vector<std::pair<at::Tensor, at::Tensor>>* any = nullptr;
-  int64_t longest = 0;
-  for (const auto* r : rows)
-    if (r && !r->empty()) any = r, longest = std::max(longest, r->front().first.size(1));
-  if (!any || longest == 0) return cache;
-  const auto B = static_cast<int64_t>(rows.size());
-  // Where each row's positions go, right-aligned: made on the host and moved
-  // once, so each layer is one concatenation and one indexed write whatever
-  // the number of rows (a copy per row and layer costs a GPU a launch each).
-  std::vector<int64_t> row_of, position_of;
-  at::Tensor mask = at::zeros({B, longest}, at::kLong);
-  auto mask_at = mask.accessor<int64_t, 2>();
-  for (int64_t p = 0; p < B; ++p) {
-    const auto* r = rows[static_cast<size_t>(p)];
-    if (!r || r->empty()) continue;
-    const int64_t n = r->front().first.size(1);
-    for (int64_t t = longest - n; t < longest; ++t) {
-      row_of.push_back(p);
-      position_of.push_back(t);
-      mask_at[p][t] = 1;
-    }
+void KvCache::place(const KvCache& part, int64_t first_row) {
+  std::vector<int64_t> from_row, from_position;
+  const std::vector<std::vector<int64_t>> real = part.real_positions();
+  for (size_t i = 0; i < real.size(); ++i) {
+    const auto row = static_cast<size_t>(first_row) + i;
+    if (row >= lengths_.size() || static_cast<int64_t>(real[i].size()) != lengths_[row])
+      throw std::logic_error("kv cache: a placed row is not the length it was made for");
+    for (int64_t position : real[i]) from_row.push_back(static_cast<int64_t>(i)), from_position.push_back(position);
   }
-  const at::Device device = any->front().first.device();
-  const at::Tensor row_index = at::tensor(row_of, at::kLong).to(device);
-  const at::Tensor position_index = at::tensor(position_of, at::kLong).to(device);
-  cache.layers_.resize(any->size());
-  for (size_t l = 0; l < any->size(); ++l) {
+  const at::Device device = part.layers_.at(0).k.device();
+  const at::Tensor rows = at::tensor(from_row, at::kLong).to(device);
+  const at::Tensor positions = at::tensor(from_position, at::kLong).to(device).view({-1, 1});
+  write_rows(first_row, part.layers_.size(), [&](size_t l) {
+    auto [k, v] = part.gather(l, rows, positions);  // [N, H_kv, 1, D]
+    return std::make_pair(k.squeeze(2), v.squeeze(2));
+  }, device);
+}
+
+KvCache KvCache::of_rows(const std::vector<const std::vector<std::pair<at::Tensor, at::Tensor>>*>& rows) {
+  std::vector<int64_t> lengths;
+  const std::vector<std::pair<at::Tensor, at::Tensor>>* any = nullptr;
+  for (const auto* r : rows) {
+    const bool some = r && !r->empty() && r->front().first.size(1) > 0;
+    if (some) any = r;
+    lengths.push_back(some ? r->front().first.size(1) : 0);
+  }
+  if (!any) return {};
+  KvCache cache = with_lengths(std::move(lengths));
+  cache.write_rows(0, any->size(), [&](size_t l) {
     std::vector<at::Tensor> keys, values;
     for (const auto* r : rows)
       if (r && !r->empty()) keys.push_back((*r)[l].first), values.push_back((*r)[l].second);
-    const at::Tensor& k0 = keys.front();
-    // Room for the suffix and some decoding before the first regrowth.
-    at::Tensor k = at::zeros({B, k0.size(0), longest + 64, k0.size(2)}, k0.options()), v = at::zeros_like(k);
-    // Advanced indices around a slice take values [N, H_kv, D].
-    k.index_put_({TensorIndex(row_index), Slice(), TensorIndex(position_index)}, at::cat(keys, 1).permute({1, 0, 2}));
-    v.index_put_({TensorIndex(row_index), Slice(), TensorIndex(position_index)}, at::cat(values, 1).permute({1, 0, 2}));
-    cache.layers_[l] = Layer{k, v, longest};
-  }
-  cache.key_mask = mask.to(device);
+    return std::make_pair(at::cat(keys, 1).permute({1, 0, 2}), at::cat(values, 1).permute({1, 0, 2}));
+  }, any->front().first.device());
   return cache;
 }
 

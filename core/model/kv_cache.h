@@ -2,6 +2,7 @@
 // the model's weights (one model, many caches).
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -67,6 +68,11 @@ class KvCache : public LayerKv {
     at::Tensor k, v;     // [B, H_kv, capacity, D]
     int64_t used = 0;
   };
+  // Rows first_row.. (lengths_, right-aligned) from values(layer): [N, H_kv,
+  // D], row after row, each row's positions in order; allocates the layers
+  // and the mask at the first write.
+  void write_rows(int64_t first_row, size_t layer_count,
+                  const std::function<std::pair<at::Tensor, at::Tensor>(size_t)>& values, at::Device device);
   std::vector<Layer> layers_;
   std::vector<int64_t> lengths_;  // with_lengths: the rows' lengths, until place() allocates
 };

@@ -70,7 +70,8 @@ RolloutProcess::RolloutProcess(const std::string& model_dir, const std::vector<s
   // ids with a float32 engine's, which near-tied logits of a tiny random model would part in bfloat16.
   if (const char* device = std::getenv("GRPO_TEST_ROLLOUT_DEVICE"); device && *device) {
     args.insert(args.end(), {"--device", device});
-    if (std::find(args.begin(), args.end(), "--torch_dtype") == args.end())
+    if (std::find(args.begin(), args.end(), "--torch_dtype") == args.end() &&
+        std::find(args.begin(), args.end(), "--dtype") == args.end())
       args.insert(args.end(), {"--torch_dtype", "float32"});
   }
   pid_ = ::fork();
