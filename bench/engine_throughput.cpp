@@ -7,6 +7,8 @@
 //    read per step); for each way of decoding asked for (--decode: eager, in
 //    slots with CUDA graphs on a GPU, or both), with the first call of a fresh
 //    engine against a warm one;
+//  - with --unfused (on a GPU), the same decoding on LibTorch's ops instead of
+//    our fused CUDA kernels (model/cuda_kernels.h), in an engine of its own;
 //  - with --hf, Hugging Face transformers' generate at the same shape on the
 //    same device (bench/peer/hf_generate.py) and our/HF ratios; with --peer,
 //    the plain PyTorch eager peer (bench/peer/qwen2_peer.py);
@@ -15,7 +17,7 @@
 //  - peak RSS.
 //   bench_engine [--shape NAME | --model DIR] [--dtype float32|bfloat16|both] [--device cpu|cuda]
 //                [--batches 1,16,64] [--prompt 16] [--new_tokens 32] [--decode eager|slots|both]
-//                [--threads N] [--hf] [--peer] [--skip_passes]
+//                [--threads N] [--hf] [--peer] [--unfused] [--skip_passes]
 //                [--profile_batch B]  (decode at batch B only, repeated: for perf record)
 #include <sys/resource.h>
 
@@ -32,6 +34,7 @@
 
 #include "model/cpu_kernels.h"
 #include "model/cpu_small_matmul.h"
+#include "model/cuda_kernels.h"
 #include "model/engine.h"
 #include "model/logprobs.h"
 #include "model/presets.h"
@@ -94,7 +97,7 @@ double matmul_gflops(const ModelConfig& c, int64_t B, at::ScalarType dtype) {
   torch::NoGradGuard no_grad;
   auto linear = [](const at::Tensor& x, const at::Tensor& w, bool decode_kernel) {
     if (decode_kernel) {
-      cpu::FusedScope fused;
+      FusedScope fused;
       if (cpu::small_linear(x, w, {}).defined()) return;
     }
     at::linear(x, w);
@@ -127,7 +130,7 @@ long peak_rss_mb() {
 int64_t g_profile_batch = 0, g_prompt = 16;
 std::string g_shape = "base25m", g_model_dir, g_decode;
 std::vector<int64_t> g_batches = {1, 16, 64};
-bool g_peer = false, g_hf = false, g_skip_passes = false;
+bool g_peer = false, g_hf = false, g_unfused = false, g_skip_passes = false;
 
 std::vector<int64_t> parse_list(const std::string& text) {
   std::vector<int64_t> out;
@@ -223,12 +226,22 @@ void run(at::ScalarType dtype, int64_t new_tokens) {
                 h.first_s, h.warm_s);
   std::vector<double> peaks;
   for (int64_t B : g_batches) peaks.push_back(matmul_gflops(c, B, dtype));
+  const bool unfused = g_unfused && g_device.is_cuda();
   for (size_t m = 0; m < modes.size(); ++m) {
     Engine& engine = *engines[m];
+    // The same decoding on LibTorch's ops: an engine of its own, whose graphs
+    // are captured while the fused kernels are off.
+    std::unique_ptr<Engine> plain;
+    if (unfused) {
+      EngineOptions o;
+      o.decode = modes[m].second;
+      plain = std::make_unique<Engine>(lm, nullptr, o);
+    }
     std::printf("decode %s, prompt %lld, %lld new tokens\n", modes[m].first.c_str(), static_cast<long long>(g_prompt),
                 static_cast<long long>(new_tokens));
-    std::printf("%-6s %10s %12s %12s %10s %10s %8s %10s %9s %10s %9s\n", "batch", "tokens/s", "model GF/s",
-                "matmul GF/s", "of matmul", "of mem bw", "graphs", "HF tok/s", "ours/HF", "peer tok/s", "ours/peer");
+    std::printf("%-6s %10s %12s %12s %10s %10s %8s %10s %9s %10s %9s%s\n", "batch", "tokens/s", "model GF/s",
+                "matmul GF/s", "of matmul", "of mem bw", "graphs", "HF tok/s", "ours/HF", "peer tok/s", "ours/peer",
+                unfused ? "   at:: tok/s  fused/at::" : "");
     for (size_t k = 0; k < g_batches.size(); ++k) {
       const int64_t B = g_batches[k];
       GenerateRequest req{prompt, B, 1, {}};
@@ -245,6 +258,14 @@ void run(at::ScalarType dtype, int64_t new_tokens) {
       if (hf.count(B)) std::printf(" %10.1f %8.2fx", hf[B].tokens_per_s, tokens_s / hf[B].tokens_per_s);
       else std::printf(" %10s %9s", "-", "-");
       if (peer.count(B)) std::printf(" %10.1f %8.2fx", peer[B], tokens_s / peer[B]);
+      else std::printf(" %10s %9s", "-", "-");
+      if (plain) {
+        gpu::set_enabled(false);
+        plain->generate({req}, sp);
+        const double t_plain = best_time(2, [&] { plain->generate({req}, sp); });
+        gpu::set_enabled(true);
+        std::printf(" %12.1f %10.2fx", static_cast<double>(B * new_tokens) / t_plain, t_plain / t);
+      }
       std::printf("\n");
     }
   }
@@ -290,6 +311,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     bool* switch_flag = !std::strcmp(argv[i], "--peer")          ? &g_peer
                         : !std::strcmp(argv[i], "--hf")          ? &g_hf
+                        : !std::strcmp(argv[i], "--unfused")     ? &g_unfused
                         : !std::strcmp(argv[i], "--skip_passes") ? &g_skip_passes
                                                                  : nullptr;
     if (switch_flag) {

@@ -128,9 +128,10 @@ if [ "$PART" = 1 ]; then
   (cd "$BUILD_DIR" && phase ctest-gpu-train 50 ctest -R '^TrainGpu[.]' --no-tests=error --output-on-failure \
     >"$OUT/ctest-gpu-train.log" 2>&1)
   # Generation: eager and in slots with CUDA graphs, against transformers'
-  # generate on the same GPU, each figure next to the rooflines of this run.
+  # generate on the same GPU and against our own decoding on LibTorch's ops
+  # (--unfused), each figure next to the rooflines of this run.
   phase bench-engine 0 "$BUILD_DIR/bin/bench_engine" --shape qwen2.5-0.5b --dtype bfloat16 --device cuda \
-    --decode both --hf --batches 1,16,64,256,512 --new_tokens 64 >"$OUT/bench.txt" 2>&1
+    --decode both --hf --unfused --batches 1,16,64,256,512 --new_tokens 64 >"$OUT/bench.txt" 2>&1
 elif [ "$PART" = 3 ]; then
   phase build-part-3 280 cmake --build "$BUILD_DIR" -j "$JOBS" --target grpo_runtime bench_step bench_rollout \
     "${KEEP_GOING[@]}" >>"$OUT/build.log" 2>&1

@@ -172,15 +172,8 @@ at::Tensor last_dim_contiguous(const at::Tensor& t) { return t.stride(-1) == 1 ?
 
 }  // namespace
 
-namespace {
-thread_local bool t_fused = false;
-}  // namespace
-
-FusedScope::FusedScope() : previous_(t_fused) { t_fused = true; }
-FusedScope::~FusedScope() { t_fused = previous_; }
-
 bool applies(std::initializer_list<at::Tensor> tensors) {
-  if (!t_fused) return false;
+  if (!FusedScope::open()) return false;
   const bool grad = c10::GradMode::is_enabled();
   const at::ScalarType dtype = tensors.begin()->scalar_type();
   if (dtype != at::kFloat && dtype != at::kBFloat16 && dtype != at::kHalf) return false;

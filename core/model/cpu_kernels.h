@@ -9,23 +9,9 @@
 
 #include <ATen/ATen.h>
 
+#include "model/fused_scope.h"
+
 namespace grpo::model::cpu {
-
-// Opens a region where the kernels below may replace at:: ops; the model
-// opens one while it decodes with a KV cache. Log-probabilities for training
-// (with or without gradient) keep LibTorch's ops, so that the policy, old and
-// reference log-probabilities of the same weights agree bitwise, and a
-// recomputed (checkpointed) layer gives what its first pass gave.
-class FusedScope {
- public:
-  FusedScope();
-  ~FusedScope();
-  FusedScope(const FusedScope&) = delete;
-  FusedScope& operator=(const FusedScope&) = delete;
-
- private:
-  bool previous_;
-};
 
 // True inside a FusedScope when the tensors (at least one) are on the CPU,
 // all of one supported dtype, and no gradient is wanted for any of them;

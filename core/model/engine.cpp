@@ -89,7 +89,7 @@ std::vector<Completion> Engine::generate(const std::vector<GenerateRequest>& req
   for (const auto& s : params.stop_strings) call.stop_window = std::max(call.stop_window, s.size() + 1);
 
   torch::NoGradGuard no_grad;
-  cpu::FusedScope fused;  // sampling only: the fused kernels may replace at:: ops, the lm_head's included
+  FusedScope fused;  // sampling only: the fused kernels may replace at:: ops, the lm_head's included
   const at::Device device = model_->model->embed_tokens->weight.device();
   const bool on_gpu = !device.is_cpu();
   // Any thread may call (a rollout server's engine thread, the trainer's asynchronous sampler), and CUDA's

@@ -8,6 +8,7 @@
 #include "model/activation_checkpoint.h"
 #include "model/cpu_kernels.h"
 #include "model/cpu_small_matmul.h"
+#include "model/cuda_kernels.h"
 #include "model/rope.h"
 #include "model/skip_init.h"
 #include "model/torch_compat.h"
@@ -22,6 +23,7 @@ RMSNormImpl::RMSNormImpl(int64_t dim, double eps) : eps_(eps) {
 
 at::Tensor RMSNormImpl::forward(const at::Tensor& x) {
   if (cpu::applies({x, weight})) return cpu::rms_norm(x, weight, eps_);
+  if (gpu::applies({x, weight})) return gpu::rms_norm(x, weight, eps_);
   // In float32 whatever the storage, as Hugging Face does.
   at::Tensor xf = x.to(at::kFloat);
   at::Tensor normed = xf * at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps_);
@@ -79,6 +81,7 @@ MlpImpl::MlpImpl(const ModelConfig& c) {
 at::Tensor MlpImpl::forward(const at::Tensor& x) {
   at::Tensor gate = gate_proj(x), up = up_proj(x);
   if (cpu::applies({gate, up})) return down_proj(cpu::silu_mul(gate, up));
+  if (gpu::applies({gate, up})) return down_proj(gpu::silu_mul(gate, up));
   return down_proj(at::silu(gate) * up);
 }
 
@@ -168,8 +171,8 @@ at::Tensor CausalLMImpl::hidden_states(const at::Tensor& input_ids, const at::Te
     // Position = number of real tokens before this one (left padding shifts nothing).
     positions = (key_mask.cumsum(1) - 1).clamp_min(0).narrow(1, key_mask.size(1) - T, T);
   }
-  std::optional<cpu::FusedScope> fused;
-  if (cache) fused.emplace();                     // decoding: see cpu_kernels.h
+  std::optional<FusedScope> fused;
+  if (cache) fused.emplace();                     // decoding: see fused_scope.h
   at::Tensor x = model->embed_tokens(input_ids);  // [B, T, H]
   auto [cos, sin] = rope_cos_sin(inv_freq_, positions, x.scalar_type());
   at::Tensor additive = causal_padding_mask(key_mask, T, x.scalar_type());
@@ -190,7 +193,7 @@ at::Tensor CausalLMImpl::hidden_states(const at::Tensor& input_ids, const at::Te
 at::Tensor CausalLMImpl::decode_slots(const at::Tensor& tokens, const at::Tensor& positions, SlotCache& cache,
                                       int64_t span) {
   const int64_t b = tokens.size(0);
-  cpu::FusedScope fused;  // decoding: see cpu_kernels.h
+  FusedScope fused;  // decoding: see fused_scope.h
   cache.set_step(positions, span);
   at::Tensor x = model->embed_tokens(tokens.view({b, 1}));  // [b, 1, H]
   auto [cos, sin] = rope_cos_sin(inv_freq_, positions.view({b, 1}), x.scalar_type());

@@ -28,7 +28,7 @@ class CpuKernels : public ::testing::TestWithParam<at::ScalarType> {
   at::ScalarType dtype() const { return GetParam(); }
   at::Tensor randn(at::IntArrayRef sizes, double scale = 1.0) { return (at::randn(sizes) * scale).to(dtype()); }
   torch::NoGradGuard no_grad_;
-  cpu::FusedScope fused_;
+  FusedScope fused_;
 };
 
 TEST_P(CpuKernels, RmsNormRoundsAsHuggingFaceDoes) {
@@ -118,7 +118,7 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, CpuKernels, ::testing::Values(at::kFloat, at::k
 TEST(CpuKernelsApply, OnlyInAFusedScopeWithoutGradientOnTheCpu) {
   at::Tensor x = at::randn({2, 3});
   EXPECT_FALSE(cpu::applies({x}));
-  cpu::FusedScope fused;
+  FusedScope fused;
   EXPECT_TRUE(cpu::applies({x}));
   EXPECT_FALSE(cpu::applies({x.to(at::kDouble)}));
   EXPECT_FALSE(cpu::applies({x.to(at::kBFloat16), x}));  // mixed dtypes promote in the at:: ops

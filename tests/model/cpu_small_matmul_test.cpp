@@ -31,7 +31,7 @@ class SmallMatmul : public ::testing::TestWithParam<at::ScalarType> {
   }
   at::Tensor randn(at::IntArrayRef sizes) { return at::randn(sizes).to(dtype()); }
   torch::NoGradGuard no_grad_;
-  cpu::FusedScope fused_;
+  FusedScope fused_;
 };
 
 // Float32 accumulation of K products is off the exact sum by at most about

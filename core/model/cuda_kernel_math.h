@@ -1,0 +1,101 @@
+// What the fused CUDA kernels (cuda_kernels.cu) compute for one element, as
+// functions the host compiles too: the CPU's tests run them over whole
+// tensors against LibTorch's ops, so the indexing and the rounding are
+// checked on machines without a GPU; only the launches and block sums are
+// left to the GPU's tests.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+#include <cmath>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define GRPO_HOST_DEVICE __host__ __device__ __forceinline__
+#else
+#define GRPO_HOST_DEVICE inline
+#endif
+
+namespace grpo::model::gpu::math {
+
+// Products and sums rounded once each, never contracted into a fused
+// multiply-add: the at:: ops they stand for round each result.
+GRPO_HOST_DEVICE float mul_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+
+GRPO_HOST_DEVICE float add_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+
+GRPO_HOST_DEVICE float div_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fdiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+
+// v rounded to T and back: where an unfused op would store its result.
+template <class T>
+GRPO_HOST_DEVICE float round_to(float v) {
+  return static_cast<float>(static_cast<T>(v));
+}
+
+// RMSNorm's last step for one element, given inv = rsqrt(mean(x^2) + eps):
+// the normalised value rounded to T, then times the weight (Hugging Face's order).
+template <class T>
+GRPO_HOST_DEVICE T rms_norm_value(T x, T weight, float inv) {
+  return static_cast<T>(mul_rn(static_cast<float>(weight), round_to<T>(mul_rn(static_cast<float>(x), inv))));
+}
+
+// silu(gate) rounded to T, times up.
+template <class T>
+GRPO_HOST_DEVICE T silu_mul_value(T gate, T up) {
+  const float g = static_cast<float>(gate);
+  return static_cast<T>(mul_rn(round_to<T>(div_rn(g, add_rn(1.0f, expf(-g)))), static_cast<float>(up)));
+}
+
+struct RopeShape {
+  int64_t H, T, D;
+  int64_t xs[4];  // x's strides over [B, H, T, D]
+  int64_t cs[3];  // cos's over [B, T, D] (0 where it broadcasts)
+  int64_t ss[3];  // sin's
+};
+
+// Element i (in [B, H, T, D] order) of x * cos + rotate_half(x) * sin, each
+// product rounded to T and then their sum, as at::mul and at::add round them.
+template <class T>
+GRPO_HOST_DEVICE T rope_value(const T* x, const T* cos, const T* sin, const RopeShape& s, int64_t i) {
+  const int64_t half = s.D / 2, d = i % s.D;
+  int64_t r = i / s.D;
+  const int64_t t = r % s.T;
+  r /= s.T;
+  const int64_t h = r % s.H, b = r / s.H;
+  const T* row = x + b * s.xs[0] + h * s.xs[1] + t * s.xs[2];
+  const float v = static_cast<float>(row[d * s.xs[3]]);
+  const float rotated =
+      d < half ? -static_cast<float>(row[(d + half) * s.xs[3]]) : static_cast<float>(row[(d - half) * s.xs[3]]);
+  const float c = static_cast<float>(cos[b * s.cs[0] + t * s.cs[1] + d * s.cs[2]]);
+  const float sn = static_cast<float>(sin[b * s.ss[0] + t * s.ss[1] + d * s.ss[2]]);
+  return static_cast<T>(add_rn(round_to<T>(mul_rn(v, c)), round_to<T>(mul_rn(rotated, sn))));
+}
+
+// The shape of x [B, H, T, D] and cos/sin [B or 1, T, D] (checked by the caller).
+inline RopeShape rope_shape(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  return {x.size(1), x.size(2), x.size(3), {x.stride(0), x.stride(1), x.stride(2), x.stride(3)},
+          {cos.size(0) == 1 ? 0 : cos.stride(0), cos.stride(1), cos.stride(2)},
+          {sin.size(0) == 1 ? 0 : sin.stride(0), sin.stride(1), sin.stride(2)}};
+}
+
+}  // namespace grpo::model::gpu::math

@@ -1,0 +1,147 @@
+#include "model/cuda_kernels.h"
+
+#include <ATen/Dispatch.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/core/GradMode.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include <algorithm>
+#include <atomic>
+
+#include "model/cuda_kernel_math.h"
+#include "model/fused_scope.h"
+
+namespace grpo::model::gpu {
+
+namespace {
+
+std::atomic<bool> g_enabled{true};
+
+constexpr int kWarp = 32;
+
+// The sum over the block of every thread's v (blockDim.x a multiple of 32).
+__device__ float block_sum(float v) {
+  __shared__ float partial[kWarp];
+  __shared__ float total;
+  for (int o = kWarp / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < static_cast<int>(blockDim.x / kWarp) ? partial[lane] : 0.0f;
+    for (int o = kWarp / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if (lane == 0) total = v;
+  }
+  __syncthreads();
+  return total;
+}
+
+// One block per row of N.
+template <class T>
+__global__ void rms_norm_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __restrict__ out, int64_t N,
+                                float eps) {
+  const T* row = x + static_cast<int64_t>(blockIdx.x) * N;
+  T* dst = out + static_cast<int64_t>(blockIdx.x) * N;
+  float sum = 0.0f;
+  for (int64_t i = threadIdx.x; i < N; i += blockDim.x) {
+    const float v = static_cast<float>(row[i]);
+    sum = math::add_rn(sum, math::mul_rn(v, v));
+  }
+  // at:: takes the mean, adds eps and takes rsqrt in float32 (CUDA's rsqrtf).
+  const float inv = rsqrtf(math::add_rn(math::div_rn(block_sum(sum), static_cast<float>(N)), eps));
+  for (int64_t i = threadIdx.x; i < N; i += blockDim.x) dst[i] = math::rms_norm_value(row[i], weight[i], inv);
+}
+
+template <class T>
+__global__ void silu_mul_kernel(const T* __restrict__ gate, const T* __restrict__ up, T* __restrict__ out, int64_t n) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    out[i] = math::silu_mul_value(gate[i], up[i]);
+}
+
+template <class T>
+__global__ void rope_kernel(const T* __restrict__ x, const T* __restrict__ cos, const T* __restrict__ sin,
+                            T* __restrict__ out, math::RopeShape s, int64_t n) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    out[i] = math::rope_value(x, cos, sin, s, i);
+}
+
+// Blocks for a grid-stride loop over n elements.
+unsigned int blocks_for(int64_t n, int threads) {
+  const int64_t most = int64_t{65535} * 16;
+  return static_cast<unsigned int>(std::max<int64_t>(1, std::min<int64_t>((n + threads - 1) / threads, most)));
+}
+
+}  // namespace
+
+void set_enabled(bool on) { g_enabled.store(on); }
+
+bool applies(std::initializer_list<at::Tensor> tensors) {
+  if (!FusedScope::open() || !g_enabled.load()) return false;
+  const bool grad = c10::GradMode::is_enabled();
+  const at::ScalarType dtype = tensors.begin()->scalar_type();
+  if (dtype != at::kFloat && dtype != at::kBFloat16 && dtype != at::kHalf) return false;
+  const at::Device device = tensors.begin()->device();
+  for (const at::Tensor& t : tensors)
+    if (!t.is_cuda() || t.device() != device || t.scalar_type() != dtype || (grad && t.requires_grad())) return false;
+  return true;
+}
+
+at::Tensor rms_norm(const at::Tensor& x_in, const at::Tensor& weight_in, double eps) {
+  at::Tensor x = x_in.contiguous(), weight = weight_in.contiguous();
+  const int64_t N = x.size(-1), rows = x.numel() / std::max<int64_t>(N, 1);
+  TORCH_CHECK(weight.numel() == N && weight.scalar_type() == x.scalar_type(), "rms_norm: weight ", weight.sizes(), " ",
+              weight.scalar_type(), " does not fit x ", x.sizes(), " ", x.scalar_type());
+  at::Tensor out = at::empty_like(x);
+  if (rows == 0 || N == 0) return out;
+  TORCH_CHECK(rows <= INT32_MAX, "rms_norm: ", rows, " rows are more than one launch takes");
+  const c10::cuda::CUDAGuard guard(x.device());
+  const int threads = static_cast<int>(std::min<int64_t>(256, (N + kWarp - 1) / kWarp * kWarp));
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "grpo_rms_norm", [&] {
+    rms_norm_kernel<scalar_t><<<static_cast<unsigned int>(rows), threads, 0, at::cuda::getCurrentCUDAStream()>>>(
+        x.const_data_ptr<scalar_t>(), weight.const_data_ptr<scalar_t>(), out.mutable_data_ptr<scalar_t>(), N,
+        static_cast<float>(eps));
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+  return out;
+}
+
+at::Tensor silu_mul(const at::Tensor& gate_in, const at::Tensor& up_in) {
+  TORCH_CHECK(gate_in.sizes() == up_in.sizes(), "silu_mul: gate ", gate_in.sizes(), " and up ", up_in.sizes());
+  at::Tensor gate = gate_in.contiguous(), up = up_in.contiguous(), out = at::empty_like(gate);
+  const int64_t n = gate.numel();
+  if (n == 0) return out;
+  const c10::cuda::CUDAGuard guard(gate.device());
+  constexpr int kThreads = 256;
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, gate.scalar_type(), "grpo_silu_mul", [&] {
+    silu_mul_kernel<scalar_t><<<blocks_for(n, kThreads), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+        gate.const_data_ptr<scalar_t>(), up.const_data_ptr<scalar_t>(), out.mutable_data_ptr<scalar_t>(), n);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+  return out;
+}
+
+at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  TORCH_CHECK(x.dim() == 4 && x.size(-1) % 2 == 0, "rope: x must be [B, H, T, D] with D even, got ", x.sizes());
+  const int64_t B = x.size(0), T = x.size(2), D = x.size(3);
+  for (const at::Tensor* t : {&cos, &sin})
+    TORCH_CHECK(t->dim() == 3 && (t->size(0) == B || t->size(0) == 1) && t->size(1) == T && t->size(2) == D,
+                "rope: cos/sin must be [B or 1, T, D] for x ", x.sizes(), ", got ", t->sizes());
+  at::Tensor out = at::empty(x.sizes(), x.options());  // contiguous whatever x's layout
+  const int64_t n = out.numel();
+  if (n == 0) return out;
+  const math::RopeShape s = math::rope_shape(x, cos, sin);
+  const c10::cuda::CUDAGuard guard(x.device());
+  constexpr int kThreads = 256;
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "grpo_rope", [&] {
+    rope_kernel<scalar_t><<<blocks_for(n, kThreads), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+        x.const_data_ptr<scalar_t>(), cos.const_data_ptr<scalar_t>(), sin.const_data_ptr<scalar_t>(),
+        out.mutable_data_ptr<scalar_t>(), s, n);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+  return out;
+}
+
+}  // namespace grpo::model::gpu

@@ -1,0 +1,19 @@
+// A build without CUDA (LibTorch without it, or GRPO_CUDA off): there is no
+// CUDA tensor to fuse for, so applies() is false and callers keep the at:: ops.
+#include "model/cuda_kernels.h"
+
+namespace grpo::model::gpu {
+
+namespace {
+[[noreturn]] void absent(const char* what) {
+  TORCH_CHECK(false, what, ": this build has no CUDA kernels (configured without CUDA)");
+}
+}  // namespace
+
+bool applies(std::initializer_list<at::Tensor>) { return false; }
+void set_enabled(bool) {}
+at::Tensor rms_norm(const at::Tensor&, const at::Tensor&, double) { absent("rms_norm"); }
+at::Tensor silu_mul(const at::Tensor&, const at::Tensor&) { absent("silu_mul"); }
+at::Tensor rope(const at::Tensor&, const at::Tensor&, const at::Tensor&) { absent("rope"); }
+
+}  // namespace grpo::model::gpu

@@ -1,0 +1,91 @@
+// The fused CUDA kernels' per-element math (cuda_kernel_math.h), run on the
+// host over whole tensors against LibTorch's CPU ops: rope to the bit in every
+// layout the model hands it (a projection's transposed view, cos/sin of one
+// row broadcast) and RMSNorm's last step (given the same rsqrt), silu_mul
+// within a rounding step of the dtype (the host's expf is not CUDA's). The
+// GPU's tests (gpu_kernels_test.cpp) run the kernels themselves.
+#include <gtest/gtest.h>
+#include <torch/types.h>
+#include <torch/utils.h>
+
+#include <cmath>
+
+#include "model/cuda_kernel_math.h"
+#include "model/rope.h"
+
+using namespace grpo::model;
+namespace math = grpo::model::gpu::math;
+
+namespace {
+
+// Calls fn(scalar_type_tag) for float, bfloat16 and float16.
+template <class Fn>
+void each_dtype(Fn fn) {
+  fn(float{}, at::kFloat, 0x1p-23);
+  fn(c10::BFloat16{}, at::kBFloat16, 0x1p-7);
+  fn(c10::Half{}, at::kHalf, 0x1p-10);
+}
+
+// Every element of got within one rounding step (relative `step`) of want's.
+void expect_within_a_step(const at::Tensor& got, const at::Tensor& want, double step, const std::string& what) {
+  const at::Tensor g = got.to(at::kDouble), w = want.to(at::kDouble);
+  const at::Tensor bound = w.abs() * step + 1e-6 * w.abs().max().item<double>();
+  EXPECT_EQ(((g - w).abs() > bound).sum().item<int64_t>(), 0)
+      << what << ": largest difference " << (g - w).abs().max().item<double>();
+}
+
+TEST(CudaKernelMath, RopeIsTheAtOpsToTheBitInTheModelsLayouts) {
+  torch::manual_seed(5);
+  ModelConfig c;
+  c.head_dim = 16;
+  each_dtype([&](auto tag, at::ScalarType dtype, double) {
+    using T = decltype(tag);
+    const at::Tensor positions = at::randint(0, 30000, {3, 5}, at::kLong);
+    auto [cos, sin] = rope_cos_sin(rope_inv_freq(c), positions, dtype);
+    auto [cos1, sin1] = rope_cos_sin(rope_inv_freq(c), positions.narrow(0, 0, 1), dtype);
+    const at::Tensor projected = at::randn({3, 5, 4, 16}).to(dtype);  // [B, T, H, D]
+    for (const at::Tensor& x : {projected.transpose(1, 2), projected.transpose(1, 2).contiguous()}) {
+      for (bool broadcast : {false, true}) {
+        const at::Tensor& co = broadcast ? cos1 : cos;
+        const at::Tensor& si = broadcast ? sin1 : sin;
+        const at::Tensor want = apply_rope(x, co, si);  // outside a FusedScope: the at:: ops
+        at::Tensor got = at::empty(x.sizes(), x.options());
+        const math::RopeShape s = math::rope_shape(x, co, si);
+        T* out = got.data_ptr<T>();
+        for (int64_t i = 0; i < got.numel(); ++i)
+          out[i] = math::rope_value(x.const_data_ptr<T>(), co.const_data_ptr<T>(), si.const_data_ptr<T>(), s, i);
+        EXPECT_TRUE(at::equal(got, want)) << dtype << (x.is_contiguous() ? " contiguous" : " transposed")
+                                          << (broadcast ? ", cos/sin broadcast" : "");
+      }
+    }
+  });
+}
+
+TEST(CudaKernelMath, SiluMulIsTheAtOpsWithinARoundingStep) {
+  torch::manual_seed(6);
+  each_dtype([&](auto tag, at::ScalarType dtype, double step) {
+    using T = decltype(tag);
+    const at::Tensor gate = (at::randn({4000}) * 6).to(dtype), up = at::randn({4000}).to(dtype);
+    at::Tensor got = at::empty_like(gate);
+    for (int64_t i = 0; i < gate.numel(); ++i)
+      got.data_ptr<T>()[i] = math::silu_mul_value(gate.const_data_ptr<T>()[i], up.const_data_ptr<T>()[i]);
+    expect_within_a_step(got, at::silu(gate) * up, step, std::string("silu_mul ") + c10::toString(dtype));
+  });
+}
+
+TEST(CudaKernelMath, RmsNormsLastStepIsHuggingFacesToTheBit) {
+  torch::manual_seed(7);
+  each_dtype([&](auto tag, at::ScalarType dtype, double) {
+    using T = decltype(tag);
+    const int64_t N = 896;
+    const at::Tensor x = (at::randn({N}) * 3).to(dtype), weight = (at::rand({N}) + 0.5).to(dtype);
+    const at::Tensor xf = x.to(at::kFloat);
+    const float inv = at::rsqrt(xf.pow(2).mean() + 1e-6).item<float>();
+    at::Tensor got = at::empty_like(x);
+    for (int64_t i = 0; i < N; ++i)
+      got.data_ptr<T>()[i] = math::rms_norm_value(x.const_data_ptr<T>()[i], weight.const_data_ptr<T>()[i], inv);
+    EXPECT_TRUE(at::equal(got, weight * (xf * inv).to(dtype))) << "rms_norm " << dtype;
+  });
+}
+
+}  // namespace

@@ -1,0 +1,153 @@
+// The fused CUDA kernels (label `gpu`; skipped without a GPU) against the at::
+// ops they replace: rope and silu_mul to the bit, rms_norm within a rounding
+// step of the dtype, in float32, bfloat16 and float16; they run only inside
+// a FusedScope without gradient; and a model's decoding step with them gives
+// the logits and greedy ids of the same step on the at:: ops.
+#include <gtest/gtest.h>
+#include <torch/cuda.h>
+#include <torch/types.h>
+#include <torch/utils.h>
+
+#include "model/cuda_kernels.h"
+#include "model/engine.h"
+#include "model/fused_scope.h"
+#include "model/kv_cache.h"
+#include "model/rope.h"
+#include "model/weights.h"
+
+using namespace grpo::model;
+
+namespace {
+
+const std::string kDir = GRPO_TEST_DATA_DIR "/tiny-qwen2";
+const at::ScalarType kDtypes[] = {at::kFloat, at::kBFloat16, at::kHalf};
+
+// The relative spacing of the dtype's numbers: one rounding step.
+double step_of(at::ScalarType t) { return t == at::kFloat ? 0x1p-23 : t == at::kBFloat16 ? 0x1p-7 : 0x1p-10; }
+
+// Every element of got within `steps` rounding steps of want's.
+void expect_within_steps(const at::Tensor& got, const at::Tensor& want, double steps, const std::string& what) {
+  ASSERT_EQ(got.sizes(), want.sizes()) << what;
+  ASSERT_EQ(got.scalar_type(), want.scalar_type()) << what;
+  const at::Tensor g = got.to(at::kCPU, at::kDouble), w = want.to(at::kCPU, at::kDouble);
+  const double floor = 1e-6 * w.abs().max().item<double>();
+  const at::Tensor bound = w.abs() * (steps * step_of(want.scalar_type())) + floor;
+  const at::Tensor over = (g - w).abs() > bound;
+  EXPECT_EQ(over.sum().item<int64_t>(), 0) << what << ": largest difference " << (g - w).abs().max().item<double>();
+}
+
+class GpuKernels : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  }
+  torch::NoGradGuard no_grad_;
+};
+
+TEST_F(GpuKernels, RopeGivesTheAtOpsBitsForEveryLayoutAndDtype) {
+  for (at::ScalarType dtype : kDtypes) {
+    const at::TensorOptions on = at::TensorOptions().device(at::kCUDA).dtype(dtype);
+    // As the model has it: [B, T, H, D] from a projection, seen as [B, H, T, D].
+    const at::Tensor x = at::randn({3, 5, 4, 16}, on).transpose(1, 2);
+    ModelConfig c;
+    c.head_dim = 16;
+    c.rope_theta = 10000;
+    const at::Tensor positions = at::randint(0, 4000, {3, 5}, at::TensorOptions().device(at::kCUDA).dtype(at::kLong));
+    auto [cos, sin] = rope_cos_sin(rope_inv_freq(c), positions, dtype);
+    // One position row for every row of the batch: cos/sin [1, T, D] broadcast.
+    auto [cos1, sin1] = rope_cos_sin(rope_inv_freq(c), positions.narrow(0, 0, 1), dtype);
+    const at::Tensor want = apply_rope(x, cos, sin), broadcast_want = apply_rope(x, cos1, sin1);  // the at:: ops
+    FusedScope fused;
+    ASSERT_TRUE(gpu::applies({x, cos, sin}));
+    const at::Tensor got = gpu::rope(x, cos, sin);
+    EXPECT_TRUE(got.is_contiguous());
+    EXPECT_TRUE(at::equal(got, want)) << dtype;
+    EXPECT_TRUE(at::equal(apply_rope(x, cos, sin), want)) << dtype << ": the model's call inside the scope";
+    EXPECT_TRUE(at::equal(gpu::rope(x, cos1, sin1), broadcast_want)) << dtype;
+  }
+}
+
+TEST_F(GpuKernels, SiluMulIsTheAtOpsWithinARoundingStep) {
+  for (at::ScalarType dtype : kDtypes) {
+    const at::TensorOptions on = at::TensorOptions().device(at::kCUDA).dtype(dtype);
+    const at::Tensor gate = at::randn({7, 3, 1000}, on) * 4, up = at::randn({7, 3, 1000}, on);
+    const at::Tensor want = at::silu(gate) * up;
+    expect_within_steps(gpu::silu_mul(gate, up), want, 1, "silu_mul " + std::string(c10::toString(dtype)));
+  }
+}
+
+TEST_F(GpuKernels, RmsNormIsHuggingFacesWithinARoundingStep) {
+  for (at::ScalarType dtype : kDtypes) {
+    for (int64_t N : {16, 128, 896, 3584, 1000}) {
+      const at::TensorOptions on = at::TensorOptions().device(at::kCUDA).dtype(dtype);
+      const at::Tensor x = at::randn({2, 9, N}, on) * 3, weight = at::rand({N}, on) + 0.5;
+      const at::Tensor xf = x.to(at::kFloat);
+      const at::Tensor want = weight * (xf * at::rsqrt(xf.pow(2).mean(-1, true) + 1e-6)).to(dtype);
+      expect_within_steps(gpu::rms_norm(x, weight, 1e-6), want, 1,
+                          "rms_norm " + std::string(c10::toString(dtype)) + " N " + std::to_string(N));
+    }
+  }
+}
+
+TEST_F(GpuKernels, OnlyInsideAFusedScopeWithoutGradientOnOneCudaDevice) {
+  const at::Tensor a = at::randn({4}, at::kCUDA), b = at::randn({4}, at::kCUDA);
+  EXPECT_FALSE(gpu::applies({a, b})) << "outside a FusedScope";
+  FusedScope fused;
+  EXPECT_TRUE(gpu::applies({a, b}));
+  EXPECT_FALSE(gpu::applies({a, b.cpu()})) << "a CPU tensor";
+  EXPECT_FALSE(gpu::applies({a, b.to(at::kBFloat16)})) << "mixed dtypes";
+  EXPECT_FALSE(gpu::applies({a.to(at::kLong), b.to(at::kLong)})) << "integers";
+  gpu::set_enabled(false);
+  EXPECT_FALSE(gpu::applies({a, b})) << "turned off";
+  gpu::set_enabled(true);
+  at::Tensor w = at::randn({4}, at::kCUDA).requires_grad_();
+  torch::AutoGradMode grad(true);
+  EXPECT_FALSE(gpu::applies({a, w})) << "a gradient is wanted";
+}
+
+// A prefill and a decoding step of the tiny model with a KV cache (the fused
+// path) against the same with the kernels off: logits within the dtype's
+// precision of the at:: path's, and the same greedy ids from the engine.
+TEST_F(GpuKernels, ADecodingStepWithThemIsTheAtOpsStep) {
+  for (at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    CausalLM lm = load_model(kDir);
+    lm->to(at::kCUDA, dtype);
+    const at::Tensor ids = at::randint(0, 300, {2, 11}, at::TensorOptions().device(at::kCUDA).dtype(at::kLong));
+    const at::Tensor next = at::randint(0, 300, {2, 1}, at::TensorOptions().device(at::kCUDA).dtype(at::kLong));
+    auto run = [&](bool fused) {
+      gpu::set_enabled(fused);
+      KvCache cache = lm->new_cache();
+      lm->hidden_states(ids, {}, {}, &cache);
+      const at::Tensor h = lm->hidden_states(next, {}, {}, &cache);
+      gpu::set_enabled(true);
+      return lm->logits(h.select(1, 0)).to(at::kFloat);
+    };
+    const at::Tensor want = run(false), got = run(true);
+    const double tolerance = dtype == at::kFloat ? 1e-4 : 0.05;
+    EXPECT_LT(((got - want).norm() / want.norm()).item<double>(), tolerance) << dtype;
+  }
+  // Greedy ids of engines of their own (a slot engine replays the graphs it
+  // captured, whatever the switch says later), eager and in slots.
+  SamplingParams p;
+  p.max_new_tokens = 16;
+  p.top_k = 1;
+  CausalLM lm = load_model(kDir);
+  lm->to(at::kCUDA);
+  const std::vector<int32_t> prompt = {93, 283, 208, 107, 40, 235, 119, 177, 185, 88, 109};
+  for (EngineOptions::Decode decode : {EngineOptions::Decode::Eager, EngineOptions::Decode::Slots}) {
+    EngineOptions o;
+    o.decode = decode;
+    auto greedy = [&](bool fused) {
+      gpu::set_enabled(fused);
+      Engine engine(lm, nullptr, o);
+      std::vector<int32_t> ids = engine.generate({{prompt, 2, 1, {}}}, p)[0].ids;
+      gpu::set_enabled(true);
+      return ids;
+    };
+    const std::vector<int32_t> want = greedy(false);
+    EXPECT_EQ(want.size(), 16u);
+    EXPECT_EQ(greedy(true), want) << (decode == EngineOptions::Decode::Eager ? "eager" : "slots");
+  }
+}
+
+}  // namespace
