@@ -52,6 +52,12 @@ GRPO_HOST_DEVICE float round_to(float v) {
   return static_cast<float>(static_cast<T>(v));
 }
 
+// x + residual, rounded to T as at::add rounds it.
+template <class T>
+GRPO_HOST_DEVICE T add_value(T x, T residual) {
+  return static_cast<T>(add_rn(static_cast<float>(x), static_cast<float>(residual)));
+}
+
 // RMSNorm's last step for one element, given inv = rsqrt(mean(x^2) + eps):
 // the normalised value rounded to T, then times the weight (Hugging Face's order).
 template <class T>

@@ -37,20 +37,23 @@ __device__ float block_sum(float v) {
   return total;
 }
 
-// One block per row of N.
+// One block per row of N: out = rms_norm(x (+ residual)); with a residual,
+// sum = x + residual, the row the normalisation reads.
 template <class T>
-__global__ void rms_norm_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __restrict__ out, int64_t N,
-                                float eps) {
-  const T* row = x + static_cast<int64_t>(blockIdx.x) * N;
-  T* dst = out + static_cast<int64_t>(blockIdx.x) * N;
-  float sum = 0.0f;
+__global__ void rms_norm_kernel(const T* __restrict__ x, const T* __restrict__ residual, const T* __restrict__ weight,
+                                T* __restrict__ sum, T* __restrict__ out, int64_t N, float eps) {
+  const int64_t offset = static_cast<int64_t>(blockIdx.x) * N;
+  auto input = [&](int64_t i) { return residual ? math::add_value(x[offset + i], residual[offset + i]) : x[offset + i]; };
+  float squares = 0.0f;
   for (int64_t i = threadIdx.x; i < N; i += blockDim.x) {
-    const float v = static_cast<float>(row[i]);
-    sum = math::add_rn(sum, math::mul_rn(v, v));
+    const T h = input(i);
+    if (sum) sum[offset + i] = h;
+    const float v = static_cast<float>(h);
+    squares = math::add_rn(squares, math::mul_rn(v, v));
   }
   // at:: takes the mean, adds eps and takes rsqrt in float32 (CUDA's rsqrtf).
-  const float inv = rsqrtf(math::add_rn(math::div_rn(block_sum(sum), static_cast<float>(N)), eps));
-  for (int64_t i = threadIdx.x; i < N; i += blockDim.x) dst[i] = math::rms_norm_value(row[i], weight[i], inv);
+  const float inv = rsqrtf(math::add_rn(math::div_rn(block_sum(squares), static_cast<float>(N)), eps));
+  for (int64_t i = threadIdx.x; i < N; i += blockDim.x) out[offset + i] = math::rms_norm_value(input(i), weight[i], inv);
 }
 
 template <class T>
@@ -74,6 +77,26 @@ unsigned int blocks_for(int64_t n, int threads) {
   return static_cast<unsigned int>(std::max<int64_t>(1, std::min<int64_t>((n + threads - 1) / threads, most)));
 }
 
+// rms_norm over rows of the last dim; with residual defined, of x + residual,
+// written to `sum` too.
+void launch_rms_norm(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight, const at::Tensor& sum,
+                     const at::Tensor& out, double eps) {
+  const int64_t N = x.size(-1), rows = x.numel() / std::max<int64_t>(N, 1);
+  TORCH_CHECK(weight.numel() == N && weight.scalar_type() == x.scalar_type(), "rms_norm: weight ", weight.sizes(), " ",
+              weight.scalar_type(), " does not fit x ", x.sizes(), " ", x.scalar_type());
+  if (rows == 0 || N == 0) return;
+  TORCH_CHECK(rows <= INT32_MAX, "rms_norm: ", rows, " rows are more than one launch takes");
+  const c10::cuda::CUDAGuard guard(x.device());
+  const int threads = static_cast<int>(std::min<int64_t>(256, (N + kWarp - 1) / kWarp * kWarp));
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "grpo_rms_norm", [&] {
+    rms_norm_kernel<scalar_t><<<static_cast<unsigned int>(rows), threads, 0, at::cuda::getCurrentCUDAStream()>>>(
+        x.const_data_ptr<scalar_t>(), residual.defined() ? residual.const_data_ptr<scalar_t>() : nullptr,
+        weight.const_data_ptr<scalar_t>(), sum.defined() ? sum.mutable_data_ptr<scalar_t>() : nullptr,
+        out.mutable_data_ptr<scalar_t>(), N, static_cast<float>(eps));
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+}
+
 }  // namespace
 
 void set_enabled(bool on) { g_enabled.store(on); }
@@ -89,23 +112,20 @@ bool applies(std::initializer_list<at::Tensor> tensors) {
   return true;
 }
 
-at::Tensor rms_norm(const at::Tensor& x_in, const at::Tensor& weight_in, double eps) {
-  at::Tensor x = x_in.contiguous(), weight = weight_in.contiguous();
-  const int64_t N = x.size(-1), rows = x.numel() / std::max<int64_t>(N, 1);
-  TORCH_CHECK(weight.numel() == N && weight.scalar_type() == x.scalar_type(), "rms_norm: weight ", weight.sizes(), " ",
-              weight.scalar_type(), " does not fit x ", x.sizes(), " ", x.scalar_type());
-  at::Tensor out = at::empty_like(x);
-  if (rows == 0 || N == 0) return out;
-  TORCH_CHECK(rows <= INT32_MAX, "rms_norm: ", rows, " rows are more than one launch takes");
-  const c10::cuda::CUDAGuard guard(x.device());
-  const int threads = static_cast<int>(std::min<int64_t>(256, (N + kWarp - 1) / kWarp * kWarp));
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "grpo_rms_norm", [&] {
-    rms_norm_kernel<scalar_t><<<static_cast<unsigned int>(rows), threads, 0, at::cuda::getCurrentCUDAStream()>>>(
-        x.const_data_ptr<scalar_t>(), weight.const_data_ptr<scalar_t>(), out.mutable_data_ptr<scalar_t>(), N,
-        static_cast<float>(eps));
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  });
+at::Tensor rms_norm(const at::Tensor& x_in, const at::Tensor& weight, double eps) {
+  const at::Tensor x = x_in.contiguous(), out = at::empty_like(x);
+  launch_rms_norm(x, {}, weight.contiguous(), {}, out, eps);
   return out;
+}
+
+std::pair<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x_in, const at::Tensor& residual_in,
+                                               const at::Tensor& weight, double eps) {
+  TORCH_CHECK(x_in.sizes() == residual_in.sizes(), "add_rms_norm: x ", x_in.sizes(), " and residual ",
+              residual_in.sizes());
+  const at::Tensor x = x_in.contiguous(), residual = residual_in.contiguous();
+  at::Tensor sum = at::empty_like(x), out = at::empty_like(x);
+  launch_rms_norm(x, residual, weight.contiguous(), sum, out, eps);
+  return {sum, out};
 }
 
 at::Tensor silu_mul(const at::Tensor& gate_in, const at::Tensor& up_in) {

@@ -4,16 +4,18 @@
 // (conversions, square, mean, add, rsqrt, two multiplies), rotary embeddings
 // five per tensor. Each costs a launch of a few microseconds even inside a
 // CUDA graph, more than the layer's weights take to stream at batch 1. These
-// replace each such chain by one kernel that computes in float32 registers
-// and rounds where the unfused ops round: rope and silu_mul give the at::
-// ops' bits, rms_norm agrees within a rounding step of the dtype (its sum of
-// squares adds in another order). They are launched on the current stream,
-// so a CUDA graph captures them.
+// replace each such chain (and the residual add before a normalisation) by
+// one kernel that computes in float32 registers and rounds where the unfused
+// ops round: rope and the residual add give the at:: ops' bits, silu_mul and
+// rms_norm agree within a rounding step of the dtype (exp's last bit; the sum
+// of squares adds in another order). They are launched on the current
+// stream, so a CUDA graph captures them.
 #pragma once
 
 #include <ATen/ATen.h>
 
 #include <initializer_list>
+#include <utility>
 
 namespace grpo::model::gpu {
 
@@ -31,6 +33,11 @@ void set_enabled(bool on);
 // in float32 and rounded to x's dtype before the weight multiplies, as
 // Hugging Face's RMSNorm does.
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
+
+// (x + residual, rms_norm(x + residual)) in one kernel: a residual add and
+// the normalisation after it; the sum as at::add rounds it.
+std::pair<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x, const at::Tensor& residual,
+                                               const at::Tensor& weight, double eps);
 
 // silu(gate) * up, each rounded to the dtype as the two at:: ops would.
 at::Tensor silu_mul(const at::Tensor& gate, const at::Tensor& up);

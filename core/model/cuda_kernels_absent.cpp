@@ -13,6 +13,9 @@ namespace {
 bool applies(std::initializer_list<at::Tensor>) { return false; }
 void set_enabled(bool) {}
 at::Tensor rms_norm(const at::Tensor&, const at::Tensor&, double) { absent("rms_norm"); }
+std::pair<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor&, const at::Tensor&, const at::Tensor&, double) {
+  absent("add_rms_norm");
+}
 at::Tensor silu_mul(const at::Tensor&, const at::Tensor&) { absent("silu_mul"); }
 at::Tensor rope(const at::Tensor&, const at::Tensor&, const at::Tensor&) { absent("rope"); }
 

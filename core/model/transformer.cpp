@@ -30,6 +30,12 @@ at::Tensor RMSNormImpl::forward(const at::Tensor& x) {
   return weight * normed.to(x.scalar_type());
 }
 
+std::pair<at::Tensor, at::Tensor> RMSNormImpl::add_forward(const at::Tensor& x, const at::Tensor& residual) {
+  if (gpu::applies({x, residual, weight})) return gpu::add_rms_norm(x, residual, weight, eps_);
+  at::Tensor h = x + residual;
+  return {h, forward(h)};
+}
+
 AttentionImpl::AttentionImpl(const ModelConfig& c)
     : heads_(c.num_attention_heads), kv_heads_(c.num_key_value_heads), head_dim_(c.head_dim) {
   const bool bias = c.attention_bias;
@@ -96,6 +102,15 @@ at::Tensor DecoderLayerImpl::forward(const at::Tensor& x, const at::Tensor& cos,
                                      const at::Tensor& mask, LayerKv* cache, size_t layer) {
   at::Tensor h = x + self_attn(input_layernorm(x), cos, sin, mask, cache, layer);
   return h + mlp(post_attention_layernorm(h));
+}
+
+void DecoderLayerImpl::decode(at::Tensor& x, at::Tensor& pending, const at::Tensor& cos, const at::Tensor& sin,
+                              const at::Tensor& mask, LayerKv* cache, size_t layer) {
+  at::Tensor normed;
+  if (pending.defined()) std::tie(x, normed) = input_layernorm->add_forward(x, pending);
+  else normed = input_layernorm(x);
+  std::tie(x, normed) = post_attention_layernorm->add_forward(x, self_attn(normed, cos, sin, mask, cache, layer));
+  pending = mlp(normed);
 }
 
 DecoderImpl::DecoderImpl(const ModelConfig& c) {
@@ -176,7 +191,12 @@ at::Tensor CausalLMImpl::hidden_states(const at::Tensor& input_ids, const at::Te
   at::Tensor x = model->embed_tokens(input_ids);  // [B, T, H]
   auto [cos, sin] = rope_cos_sin(inv_freq_, positions, x.scalar_type());
   at::Tensor additive = causal_padding_mask(key_mask, T, x.scalar_type());
-  const bool recompute = gradient_checkpointing_ && !cache && at::GradMode::is_enabled();
+  if (cache) {
+    at::Tensor out = decode_layers(x, cos, sin, additive, cache);
+    cache->key_mask = key_mask;
+    return out;
+  }
+  const bool recompute = gradient_checkpointing_ && at::GradMode::is_enabled();
   for (size_t i = 0; i < model->layers->size(); ++i) {
     auto layer = model->layers->ptr<DecoderLayerImpl>(i);
     if (recompute)
@@ -184,10 +204,17 @@ at::Tensor CausalLMImpl::hidden_states(const at::Tensor& input_ids, const at::Te
         return layer->forward(h, c, s, additive, nullptr, i);
       }, x);
     else
-      x = layer->forward(x, cos, sin, additive, cache, i);
+      x = layer->forward(x, cos, sin, additive, nullptr, i);
   }
-  if (cache) cache->key_mask = key_mask;
   return model->norm(x);
+}
+
+at::Tensor CausalLMImpl::decode_layers(at::Tensor x, const at::Tensor& cos, const at::Tensor& sin,
+                                       const at::Tensor& mask, LayerKv* cache) {
+  at::Tensor pending;
+  for (size_t i = 0; i < model->layers->size(); ++i)
+    model->layers->ptr<DecoderLayerImpl>(i)->decode(x, pending, cos, sin, mask, cache, i);
+  return pending.defined() ? model->norm->add_forward(x, pending).second : model->norm(x);
 }
 
 at::Tensor CausalLMImpl::decode_slots(const at::Tensor& tokens, const at::Tensor& positions, SlotCache& cache,
@@ -201,9 +228,7 @@ at::Tensor CausalLMImpl::decode_slots(const at::Tensor& tokens, const at::Tensor
   // stale (a finished row's) or unwritten.
   at::Tensor key_pos = at::arange(span, positions.options()).view({1, span});
   at::Tensor additive = additive_mask((key_pos <= positions.view({b, 1})).view({b, 1, span}), x.scalar_type());
-  for (size_t i = 0; i < model->layers->size(); ++i)
-    x = model->layers->ptr<DecoderLayerImpl>(i)->forward(x, cos, sin, additive, &cache, i);
-  return logits(model->norm(x).view({b, -1}));
+  return logits(decode_layers(x, cos, sin, additive, &cache).view({b, -1}));
 }
 
 at::Tensor CausalLMImpl::logits(const at::Tensor& hidden) {

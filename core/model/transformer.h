@@ -5,6 +5,8 @@
 // (model/lora.h); lm_head never does.
 #pragma once
 
+#include <utility>
+
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/embedding.h>
@@ -22,6 +24,8 @@ class RMSNormImpl : public torch::nn::Module {
  public:
   RMSNormImpl(int64_t dim, double eps);
   at::Tensor forward(const at::Tensor& x);
+  // (x + residual, forward(x + residual)): one kernel on a GPU while decoding.
+  std::pair<at::Tensor, at::Tensor> add_forward(const at::Tensor& x, const at::Tensor& residual);
   at::Tensor weight;
 
  private:
@@ -58,6 +62,11 @@ class DecoderLayerImpl : public torch::nn::Module {
   explicit DecoderLayerImpl(const ModelConfig& config);
   at::Tensor forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& mask,
                      LayerKv* cache, size_t layer);
+  // The same layer with each residual add left to the normalisation after
+  // it (RMSNorm::add_forward): the input is x + pending (x alone while
+  // pending is undefined), and on return x + pending is the output.
+  void decode(at::Tensor& x, at::Tensor& pending, const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& mask,
+              LayerKv* cache, size_t layer);
   Attention self_attn{nullptr};
   Mlp mlp{nullptr};
   RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
@@ -119,6 +128,10 @@ class CausalLMImpl : public torch::nn::Module {
   torch::nn::Linear lm_head{nullptr};  // null when tied
 
  private:
+  // The layers and the final norm over a cache (prefill or decoding).
+  at::Tensor decode_layers(at::Tensor x, const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& mask,
+                           LayerKv* cache);
+
   ModelConfig config_;
   at::Tensor inv_freq_;  // [head_dim / 2], a buffer
   bool gradient_checkpointing_ = false;

@@ -1,7 +1,8 @@
 // The fused CUDA kernels' per-element math (cuda_kernel_math.h), run on the
 // host over whole tensors against LibTorch's CPU ops: rope to the bit in every
 // layout the model hands it (a projection's transposed view, cos/sin of one
-// row broadcast) and RMSNorm's last step (given the same rsqrt), silu_mul
+// row broadcast), the residual add and RMSNorm's last step (given the same
+// rsqrt), silu_mul
 // within a rounding step of the dtype (the host's expf is not CUDA's). The
 // GPU's tests (gpu_kernels_test.cpp) run the kernels themselves.
 #include <gtest/gtest.h>
@@ -85,6 +86,18 @@ TEST(CudaKernelMath, RmsNormsLastStepIsHuggingFacesToTheBit) {
     for (int64_t i = 0; i < N; ++i)
       got.data_ptr<T>()[i] = math::rms_norm_value(x.const_data_ptr<T>()[i], weight.const_data_ptr<T>()[i], inv);
     EXPECT_TRUE(at::equal(got, weight * (xf * inv).to(dtype))) << "rms_norm " << dtype;
+  });
+}
+
+TEST(CudaKernelMath, TheResidualAddIsTheAtOpsToTheBit) {
+  torch::manual_seed(8);
+  each_dtype([&](auto tag, at::ScalarType dtype, double) {
+    using T = decltype(tag);
+    const at::Tensor x = (at::randn({4000}) * 50).to(dtype), residual = at::randn({4000}).to(dtype);
+    at::Tensor got = at::empty_like(x);
+    for (int64_t i = 0; i < x.numel(); ++i)
+      got.data_ptr<T>()[i] = math::add_value(x.const_data_ptr<T>()[i], residual.const_data_ptr<T>()[i]);
+    EXPECT_TRUE(at::equal(got, x + residual)) << "add " << dtype;
   });
 }
 

@@ -1,8 +1,9 @@
 // The fused CUDA kernels (label `gpu`; skipped without a GPU) against the at::
-// ops they replace: rope and silu_mul to the bit, rms_norm within a rounding
-// step of the dtype, in float32, bfloat16 and float16; they run only inside
-// a FusedScope without gradient; and a model's decoding step with them gives
-// the logits and greedy ids of the same step on the at:: ops.
+// ops they replace: rope and the residual add to the bit, silu_mul and
+// rms_norm within a rounding step of the dtype, in float32, bfloat16 and
+// float16; they run only inside a FusedScope without gradient; and a model's
+// decoding step with them gives the logits and greedy ids of the same step on
+// the at:: ops.
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 #include <torch/types.h>
@@ -86,6 +87,19 @@ TEST_F(GpuKernels, RmsNormIsHuggingFacesWithinARoundingStep) {
       expect_within_steps(gpu::rms_norm(x, weight, 1e-6), want, 1,
                           "rms_norm " + std::string(c10::toString(dtype)) + " N " + std::to_string(N));
     }
+  }
+}
+
+TEST_F(GpuKernels, AddRmsNormIsTheAddAndTheNormAfterIt) {
+  for (at::ScalarType dtype : kDtypes) {
+    const at::TensorOptions on = at::TensorOptions().device(at::kCUDA).dtype(dtype);
+    const at::Tensor x = at::randn({3, 5, 896}, on) * 3, residual = at::randn({3, 5, 896}, on),
+                     weight = at::rand({896}, on) + 0.5;
+    const at::Tensor h = x + residual, hf = h.to(at::kFloat);
+    auto [sum, normed] = gpu::add_rms_norm(x, residual, weight, 1e-6);
+    EXPECT_TRUE(at::equal(sum, h)) << dtype;
+    expect_within_steps(normed, weight * (hf * at::rsqrt(hf.pow(2).mean(-1, true) + 1e-6)).to(dtype), 1,
+                        "add_rms_norm " + std::string(c10::toString(dtype)));
   }
 }
 
