@@ -104,4 +104,37 @@ inline RopeShape rope_shape(const at::Tensor& x, const at::Tensor& cos, const at
           {sin.size(0) == 1 ? 0 : sin.stride(0), sin.stride(1), sin.stride(2)}};
 }
 
+// A decoding step's keys k [b, H, 1, D] (not yet rotated) and values v of the
+// same shape, written at each row's position into slot caches
+// [slots, H, capacity, D] (the first b slots).
+struct SlotWrite {
+  RopeShape k;       // k's shape and strides, cos's and sin's
+  int64_t vs[4];     // v's strides
+  int64_t cs[4];     // the caches' strides (keys' and values' alike)
+  int64_t capacity;  // positions per slot
+};
+
+// Element i (in [b, H, 1, D] order) of the step: its key rotated as
+// rope_value rotates it, and its value, at row i / (H D)'s position; a
+// position outside the slot writes nothing.
+template <class T>
+GRPO_HOST_DEVICE void write_slot_element(const T* k, const T* v, const T* cos, const T* sin, const int64_t* positions,
+                                         T* keys, T* values, const SlotWrite& w, int64_t i) {
+  const int64_t H = w.k.H, D = w.k.D, d = i % D, h = (i / D) % H, row = i / (D * H);
+  const int64_t position = positions[row];
+  if (position < 0 || position >= w.capacity) return;
+  const int64_t at = row * w.cs[0] + h * w.cs[1] + position * w.cs[2] + d * w.cs[3];
+  keys[at] = rope_value(k, cos, sin, w.k, i);
+  values[at] = v[row * w.vs[0] + h * w.vs[1] + d * w.vs[3]];
+}
+
+// The write of k, v into `keys` (and `values`, of the same layout).
+inline SlotWrite slot_write(const at::Tensor& k, const at::Tensor& v, const at::Tensor& cos, const at::Tensor& sin,
+                            const at::Tensor& keys) {
+  return {rope_shape(k, cos, sin),
+          {v.stride(0), v.stride(1), v.stride(2), v.stride(3)},
+          {keys.stride(0), keys.stride(1), keys.stride(2), keys.stride(3)},
+          keys.size(2)};
+}
+
 }  // namespace grpo::model::gpu::math

@@ -8,6 +8,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <string>
 
 #include "model/cuda_kernel_math.h"
 #include "model/fused_scope.h"
@@ -16,7 +19,14 @@ namespace grpo::model::gpu {
 
 namespace {
 
-std::atomic<bool> g_enabled{true};
+// GRPO_FUSED_KERNELS=0 runs every decoding step on LibTorch's ops instead:
+// a way around a kernel that misbehaves on a machine, read once.
+bool enabled_by_environment() {
+  const char* value = std::getenv("GRPO_FUSED_KERNELS");
+  return value == nullptr || std::string(value) != "0";
+}
+
+std::atomic<bool> g_enabled{enabled_by_environment()};
 
 constexpr int kWarp = 32;
 
@@ -71,6 +81,106 @@ __global__ void rope_kernel(const T* __restrict__ x, const T* __restrict__ cos, 
     out[i] = math::rope_value(x, cos, sin, s, i);
 }
 
+template <class T>
+__global__ void rope_into_slots_kernel(const T* __restrict__ k, const T* __restrict__ v, const T* __restrict__ cos,
+                                       const T* __restrict__ sin, const int64_t* __restrict__ positions,
+                                       T* __restrict__ keys, T* __restrict__ values, math::SlotWrite w, int64_t n) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    math::write_slot_element(k, v, cos, sin, positions, keys, values, w, i);
+}
+
+__device__ float block_max(float v) {
+  __shared__ float partial[kWarp];
+  __shared__ float total;
+  for (int o = kWarp / 2; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < static_cast<int>(blockDim.x / kWarp) ? partial[lane] : -INFINITY;
+    for (int o = kWarp / 2; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    if (lane == 0) total = v;
+  }
+  __syncthreads();
+  return total;
+}
+
+constexpr int kSampleThreads = 1024;
+
+// One block per row; warp w takes the row's w-th contiguous segment, its
+// lanes reading it 32 ids at a time. Pass 1: the row's largest scaled logit
+// m. Pass 2: each segment's sum of exp(scaled - m). Then every thread walks
+// the 32 segment sums to the one where the cumulative sum passes u * total,
+// and that segment's warp scans it, 32 ids a step, for the first id that
+// passes it.
+template <class T>
+__global__ void sample_kernel(const T* __restrict__ logits, int64_t stride, int64_t V, float temperature,
+                              const float* __restrict__ draws, int64_t* __restrict__ tokens,
+                              float* __restrict__ logprobs) {
+  __shared__ float segment_sum[kSampleThreads / kWarp];
+  const int64_t row = blockIdx.x;
+  const T* x = logits + row * stride;
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, warps = blockDim.x / kWarp;
+  const int64_t length = (V + warps - 1) / warps;
+  const int64_t begin = std::min<int64_t>(V, warp * length), end = std::min<int64_t>(V, begin + length);
+  auto scaled = [&](int64_t i) { return math::div_rn(static_cast<float>(x[i]), temperature); };
+  float m = -INFINITY;
+  for (int64_t i = begin + lane; i < end; i += kWarp) m = fmaxf(m, scaled(i));
+  m = block_max(m);
+  float sum = 0.0f;
+  for (int64_t i = begin + lane; i < end; i += kWarp) sum += expf(scaled(i) - m);
+  for (int o = kWarp / 2; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  if (lane == 0) segment_sum[warp] = sum;
+  __syncthreads();
+  float total = 0.0f;
+  for (int w = 0; w < warps; ++w) total += segment_sum[w];
+  const float target = draws[row] * total;
+  float before = 0.0f;
+  int crossing = -1;
+  for (int w = 0; w < warps && crossing < 0; ++w) {
+    if (before + segment_sum[w] > target) crossing = w;
+    else before += segment_sum[w];
+  }
+  const float log_total = logf(total);
+  if (crossing < 0) {  // u * total at or past the total (rounding): the last id, as searchsorted's clamp gives
+    if (threadIdx.x == 0) {
+      tokens[row] = V - 1;
+      logprobs[row] = scaled(V - 1) - m - log_total;
+    }
+    return;
+  }
+  if (warp != crossing) return;
+  float running = before;
+  int64_t last_nonzero = end - 1;
+  for (int64_t base = begin; base < end; base += kWarp) {
+    const int64_t i = base + lane;
+    const float e = i < end ? expf(scaled(i) - m) : 0.0f;
+    const unsigned nonzero = __ballot_sync(0xffffffffu, e > 0.0f);
+    if (nonzero != 0) last_nonzero = base + (kWarp - 1 - __clz(nonzero));
+    float inclusive = e;
+    for (int o = 1; o < kWarp; o <<= 1) {
+      const float up = __shfl_up_sync(0xffffffffu, inclusive, o);
+      if (lane >= o) inclusive += up;
+    }
+    const unsigned passed = __ballot_sync(0xffffffffu, i < end && running + inclusive > target);
+    if (passed != 0) {
+      if (lane == __ffs(passed) - 1) {
+        tokens[row] = i;
+        logprobs[row] = scaled(i) - m - log_total;
+      }
+      return;
+    }
+    running += __shfl_sync(0xffffffffu, inclusive, kWarp - 1);
+  }
+  // The scan's sums fell short of the segment's by rounding: its last id of
+  // nonzero probability.
+  if (lane == 0) {
+    tokens[row] = last_nonzero;
+    logprobs[row] = scaled(last_nonzero) - m - log_total;
+  }
+}
+
 // Blocks for a grid-stride loop over n elements.
 unsigned int blocks_for(int64_t n, int threads) {
   const int64_t most = int64_t{65535} * 16;
@@ -100,6 +210,7 @@ void launch_rms_norm(const at::Tensor& x, const at::Tensor& residual, const at::
 }  // namespace
 
 void set_enabled(bool on) { g_enabled.store(on); }
+bool enabled() { return g_enabled.load(); }
 
 bool applies(std::initializer_list<at::Tensor> tensors) {
   if (!FusedScope::open() || !g_enabled.load()) return false;
@@ -162,6 +273,58 @@ at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& si
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
   return out;
+}
+
+void rope_into_slots(const at::Tensor& k, const at::Tensor& v, const at::Tensor& cos, const at::Tensor& sin,
+                     const at::Tensor& positions, const at::Tensor& keys, const at::Tensor& values) {
+  TORCH_CHECK(k.dim() == 4 && k.size(2) == 1 && v.sizes() == k.sizes(), "rope_into_slots: k ", k.sizes(), " and v ",
+              v.sizes(), " must be one step's [b, H, 1, D]");
+  const int64_t b = k.size(0), H = k.size(1), D = k.size(3);
+  TORCH_CHECK(keys.dim() == 4 && keys.size(0) >= b && keys.size(1) == H && keys.size(3) == D &&
+                  values.sizes() == keys.sizes() && values.strides() == keys.strides() &&
+                  keys.scalar_type() == k.scalar_type() && values.scalar_type() == k.scalar_type(),
+              "rope_into_slots: caches ", keys.sizes(), " / ", values.sizes(), " do not take keys ", k.sizes());
+  TORCH_CHECK(positions.scalar_type() == at::kLong && positions.numel() == b && positions.is_contiguous() &&
+                  positions.device() == k.device(),
+              "rope_into_slots: positions must be [b] int64 on ", k.device());
+  for (const at::Tensor* t : {&cos, &sin})
+    TORCH_CHECK(t->dim() == 3 && t->size(0) == b && t->size(1) == 1 && t->size(2) == D, "rope_into_slots: cos/sin ",
+                t->sizes(), " for keys ", k.sizes());
+  const int64_t n = k.numel();
+  if (n == 0) return;
+  const math::SlotWrite w = math::slot_write(k, v, cos, sin, keys);
+  const c10::cuda::CUDAGuard guard(k.device());
+  constexpr int kThreads = 256;
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, k.scalar_type(), "grpo_rope_into_slots", [&] {
+    rope_into_slots_kernel<scalar_t><<<blocks_for(n, kThreads), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+        k.const_data_ptr<scalar_t>(), v.const_data_ptr<scalar_t>(), cos.const_data_ptr<scalar_t>(),
+        sin.const_data_ptr<scalar_t>(), positions.const_data_ptr<int64_t>(), keys.mutable_data_ptr<scalar_t>(),
+        values.mutable_data_ptr<scalar_t>(), w, n);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+}
+
+std::pair<at::Tensor, at::Tensor> sample_rows(const at::Tensor& logits_in, double temperature, const at::Tensor& draws) {
+  TORCH_CHECK(logits_in.dim() == 2 && logits_in.size(1) > 0, "sample_rows: logits must be [B, V], got ",
+              logits_in.sizes());
+  const at::Tensor logits = logits_in.stride(1) == 1 ? logits_in : logits_in.contiguous();
+  const int64_t B = logits.size(0), V = logits.size(1);
+  TORCH_CHECK(draws.scalar_type() == at::kFloat && draws.numel() == B && draws.is_contiguous() &&
+                  draws.device() == logits.device(),
+              "sample_rows: draws must be [B] float32 on ", logits.device());
+  TORCH_CHECK(temperature > 0, "sample_rows: temperature must be positive");
+  at::Tensor tokens = at::empty({B}, logits.options().dtype(at::kLong)),
+             logprobs = at::empty({B}, logits.options().dtype(at::kFloat));
+  if (B == 0) return {tokens, logprobs};
+  TORCH_CHECK(B <= INT32_MAX, "sample_rows: ", B, " rows are more than one launch takes");
+  const c10::cuda::CUDAGuard guard(logits.device());
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, logits.scalar_type(), "grpo_sample_rows", [&] {
+    sample_kernel<scalar_t><<<static_cast<unsigned int>(B), kSampleThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+        logits.const_data_ptr<scalar_t>(), logits.stride(0), V, static_cast<float>(temperature),
+        draws.const_data_ptr<float>(), tokens.mutable_data_ptr<int64_t>(), logprobs.mutable_data_ptr<float>());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+  return {tokens, logprobs};
 }
 
 }  // namespace grpo::model::gpu

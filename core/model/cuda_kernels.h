@@ -25,8 +25,12 @@ namespace grpo::model::gpu {
 // keeps the at:: ops.
 bool applies(std::initializer_list<at::Tensor> tensors);
 
+// Whether the kernels are on (a CUDA build, and not turned off below).
+bool enabled();
+
 // Turns the kernels off (or on again) for the whole process, so that a test
-// can run the same step on the at:: ops; on by default.
+// can run the same step on the at:: ops; on unless the environment has
+// GRPO_FUSED_KERNELS=0.
 void set_enabled(bool on);
 
 // weight * (x * rsqrt(mean(x^2) + eps)) over the last dim, the normalisation
@@ -46,5 +50,22 @@ at::Tensor silu_mul(const at::Tensor& gate, const at::Tensor& up);
 // cos/sin [B or 1, T, D], rounded as those ops round; the result is
 // contiguous.
 at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
+
+// A decoding step's keys k and values v [b, H_kv, 1, D] (any strides), k
+// rotated as rope() rotates it (cos/sin [b, 1, D]), written into the first b
+// slots of keys/values [slots, H_kv, capacity, D] at positions [b] (int64 on
+// the device): the rotary embedding and both cache writes in one kernel.
+void rope_into_slots(const at::Tensor& k, const at::Tensor& v, const at::Tensor& cos, const at::Tensor& sin,
+                     const at::Tensor& positions, const at::Tensor& keys, const at::Tensor& values);
+
+// Inverse-CDF sampling of every row of logits [B, V] (float32, bfloat16 or
+// float16, last dim contiguous) at `temperature`, each with its draw u
+// (draws [B] float32 on the device): the first id whose cumulative
+// probability exceeds u times the row's total (the last id if none does),
+// and its log-probability. What sample_with_draws computes with softmax,
+// cumsum and searchsorted, in one kernel reading the logits three times;
+// the sums add in another order, so an id can differ only where a draw lies
+// within rounding of a boundary. Returns tokens [B] int64, logprobs [B] float32.
+std::pair<at::Tensor, at::Tensor> sample_rows(const at::Tensor& logits, double temperature, const at::Tensor& draws);
 
 }  // namespace grpo::model::gpu

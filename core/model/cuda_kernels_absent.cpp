@@ -11,6 +11,7 @@ namespace {
 }  // namespace
 
 bool applies(std::initializer_list<at::Tensor>) { return false; }
+bool enabled() { return false; }
 void set_enabled(bool) {}
 at::Tensor rms_norm(const at::Tensor&, const at::Tensor&, double) { absent("rms_norm"); }
 std::pair<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor&, const at::Tensor&, const at::Tensor&, double) {
@@ -18,5 +19,11 @@ std::pair<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor&, const at::Tens
 }
 at::Tensor silu_mul(const at::Tensor&, const at::Tensor&) { absent("silu_mul"); }
 at::Tensor rope(const at::Tensor&, const at::Tensor&, const at::Tensor&) { absent("rope"); }
+void rope_into_slots(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                     const at::Tensor&, const at::Tensor&) {
+  absent("rope_into_slots");
+}
+
+std::pair<at::Tensor, at::Tensor> sample_rows(const at::Tensor&, double, const at::Tensor&) { absent("sample_rows"); }
 
 }  // namespace grpo::model::gpu

@@ -4,7 +4,14 @@
 #include <functional>
 #include <stdexcept>
 
+#include "model/rope.h"
+
 namespace grpo::model {
+
+std::pair<at::Tensor, at::Tensor> LayerKv::rotate_and_append(size_t layer, const at::Tensor& k, const at::Tensor& v,
+                                                             const at::Tensor& cos, const at::Tensor& sin) {
+  return append(layer, apply_rope(k, cos, sin), v);
+}
 
 std::pair<at::Tensor, at::Tensor> KvCache::append(size_t layer, const at::Tensor& k, const at::Tensor& v) {
   if (layers_.size() <= layer) layers_.resize(layer + 1);

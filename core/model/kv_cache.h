@@ -18,6 +18,11 @@ class LayerKv {
   // Takes this call's keys/values k, v: [B, H_kv, T, D] of `layer` and
   // returns what the queries attend over: [B, H_kv, S, D].
   virtual std::pair<at::Tensor, at::Tensor> append(size_t layer, const at::Tensor& k, const at::Tensor& v) = 0;
+  // The same for keys not rotated yet: k's rotary embedding (cos/sin
+  // [B, T, D], model/rope.h) is applied on the way in. A cache that can
+  // rotate and write in one kernel does.
+  virtual std::pair<at::Tensor, at::Tensor> rotate_and_append(size_t layer, const at::Tensor& k, const at::Tensor& v,
+                                                              const at::Tensor& cos, const at::Tensor& sin);
 };
 
 class KvCache : public LayerKv {

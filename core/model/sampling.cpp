@@ -1,8 +1,10 @@
 #include "model/sampling.h"
 
 #include <limits>
+#include <tuple>
 
 #include "model/cpu_sampling.h"
+#include "model/cuda_kernels.h"
 
 namespace grpo::model {
 
@@ -46,6 +48,16 @@ bool fused_applies(const at::Tensor& logits, const at::Tensor& seen, const Sampl
          (p.repetition_penalty == 1.0 || !seen.defined()) && p.top_p >= 1.0 && p.min_p <= 0.0 && p.top_logprobs <= 0;
 }
 
+// The same settings on a GPU take the fused kernel, except a top-k below the
+// vocabulary (its threshold would need a selection the kernel does not make).
+bool gpu_fused_applies(const at::Tensor& logits, const at::Tensor& seen, const SamplingParams& p) {
+  const at::ScalarType t = logits.scalar_type();
+  return logits.is_cuda() && gpu::enabled() && logits.dim() == 2 &&
+         (t == at::kFloat || t == at::kBFloat16 || t == at::kHalf) &&
+         (p.repetition_penalty == 1.0 || !seen.defined()) && (p.top_k <= 0 || p.top_k >= logits.size(-1)) &&
+         p.top_p >= 1.0 && p.min_p <= 0.0 && p.top_logprobs <= 0;
+}
+
 }  // namespace
 
 Sampled sample_next(const at::Tensor& logits, const at::Tensor& seen, const SamplingParams& params,
@@ -65,6 +77,12 @@ Sampled sample_with_draws(const at::Tensor& logits_in, const at::Tensor& seen, c
     cpu::sample_rows(logits_in, params.temperature, params.top_k,
                      std::vector<float>(u.data_ptr<float>(), u.data_ptr<float>() + B), out.tokens.data_ptr<int64_t>(),
                      out.logprobs.data_ptr<float>());
+    return out;
+  }
+  if (gpu_fused_applies(logits_in, seen, params)) {
+    Sampled out;
+    std::tie(out.tokens, out.logprobs) =
+        gpu::sample_rows(logits_in, params.temperature, draws.to(logits_in.device(), at::kFloat).contiguous());
     return out;
   }
   at::Tensor logits = logits_in.to(at::kFloat);  // [B, V]

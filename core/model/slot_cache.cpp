@@ -4,6 +4,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "model/cuda_kernels.h"
+#include "model/rope.h"
+
 namespace grpo::model {
 
 SlotCache::SlotCache(const ModelConfig& config, int64_t slots, int64_t capacity, at::TensorOptions options)
@@ -34,6 +37,15 @@ std::pair<at::Tensor, at::Tensor> SlotCache::append(size_t layer, const at::Tens
   at::Tensor where = positions_.view({b, 1, 1, 1}).expand({b, k.size(1), 1, k.size(3)});
   keys.scatter_(2, where, k.to(keys.scalar_type()));
   values.scatter_(2, where, v.to(values.scalar_type()));
+  return {keys.narrow(2, 0, span_), values.narrow(2, 0, span_)};
+}
+
+std::pair<at::Tensor, at::Tensor> SlotCache::rotate_and_append(size_t layer, const at::Tensor& k, const at::Tensor& v,
+                                                               const at::Tensor& cos, const at::Tensor& sin) {
+  const int64_t b = k.size(0);
+  at::Tensor keys = layers_.at(layer).first.narrow(0, 0, b), values = layers_[layer].second.narrow(0, 0, b);
+  if (k.size(2) != 1 || !gpu::applies({k, v, cos, sin, keys})) return append(layer, apply_rope(k, cos, sin), v);
+  gpu::rope_into_slots(k, v, cos, sin, positions_, keys, values);
   return {keys.narrow(2, 0, span_), values.narrow(2, 0, span_)};
 }
 

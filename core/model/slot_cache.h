@@ -25,6 +25,9 @@ class SlotCache : public LayerKv {
   // k, v: [b, H_kv, 1, D], written at each slot's position; returns the first
   // b slots' keys/values [b, H_kv, span, D].
   std::pair<at::Tensor, at::Tensor> append(size_t layer, const at::Tensor& k, const at::Tensor& v) override;
+  // On a GPU while decoding, k's rotation and both writes are one kernel.
+  std::pair<at::Tensor, at::Tensor> rotate_and_append(size_t layer, const at::Tensor& k, const at::Tensor& v,
+                                                      const at::Tensor& cos, const at::Tensor& sin) override;
 
   // Gives slot slots[i] row rows[i] of `prompts` at its positions
   // positions[i] ([m] and [m, n] int64 on the cache's device), as positions

@@ -62,17 +62,25 @@ at::Tensor AttentionImpl::forward(const at::Tensor& x, const at::Tensor& cos, co
     k = k_norm(k);
   }
   q = apply_rope(q.transpose(1, 2), cos, sin);  // [B, Hq, T, D]
-  k = apply_rope(k.transpose(1, 2), cos, sin);  // [B, Hkv, T, D]
+  k = k.transpose(1, 2);                        // [B, Hkv, T, D]
   v = v.transpose(1, 2);
-  if (cache) std::tie(k, v) = cache->append(layer, k, v);
-  if (kv_heads_ != heads_) {
-    // Grouped-query attention without copying keys/values per query head: the
-    // n_rep query heads of one kv head become n_rep * T query rows.
-    const int64_t n_rep = heads_ / kv_heads_, S = k.size(2);
+  if (cache) std::tie(k, v) = cache->rotate_and_append(layer, k, v, cos, sin);
+  else k = apply_rope(k, cos, sin);
+  const int64_t n_rep = heads_ / kv_heads_;
+  // Grouped-query attention, by whichever copy is smaller: the n_rep query
+  // heads of one kv head as n_rep * T query rows, which copies the mask n_rep
+  // times (none for one row: a decoding step), or the keys and values
+  // repeated for every query head (a long prefill, whose mask is T x S).
+  if (n_rep > 1 && n_rep * T <= 2 * heads_ * head_dim_) {
+    const int64_t S = k.size(2);
     q = q.reshape({B, kv_heads_, n_rep * T, head_dim_});
     at::Tensor grouped_mask = mask.unsqueeze(2).expand({B, 1, n_rep, T, S}).reshape({B, 1, n_rep * T, S});
     at::Tensor out = attention(q, k, v, grouped_mask, 1.0 / std::sqrt(static_cast<double>(head_dim_)));
     return o_proj(out.reshape({B, heads_, T, head_dim_}).transpose(1, 2).reshape({B, T, heads_ * head_dim_}));
+  }
+  if (n_rep > 1) {
+    k = k.repeat_interleave(n_rep, 1);
+    v = v.repeat_interleave(n_rep, 1);
   }
   at::Tensor out = attention(q, k, v, mask, 1.0 / std::sqrt(static_cast<double>(head_dim_)));  // [B, Hq, T, D]
   return o_proj(out.transpose(1, 2).reshape({B, T, heads_ * head_dim_}));

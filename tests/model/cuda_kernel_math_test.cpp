@@ -1,8 +1,8 @@
 // The fused CUDA kernels' per-element math (cuda_kernel_math.h), run on the
 // host over whole tensors against LibTorch's CPU ops: rope to the bit in every
 // layout the model hands it (a projection's transposed view, cos/sin of one
-// row broadcast), the residual add and RMSNorm's last step (given the same
-// rsqrt), silu_mul
+// row broadcast), a decoding step's keys and values written into slot caches,
+// the residual add and RMSNorm's last step (given the same rsqrt), silu_mul
 // within a rounding step of the dtype (the host's expf is not CUDA's). The
 // GPU's tests (gpu_kernels_test.cpp) run the kernels themselves.
 #include <gtest/gtest.h>
@@ -98,6 +98,43 @@ TEST(CudaKernelMath, TheResidualAddIsTheAtOpsToTheBit) {
     for (int64_t i = 0; i < x.numel(); ++i)
       got.data_ptr<T>()[i] = math::add_value(x.const_data_ptr<T>()[i], residual.const_data_ptr<T>()[i]);
     EXPECT_TRUE(at::equal(got, x + residual)) << "add " << dtype;
+  });
+}
+
+// A decoding step's keys and values written into slot caches: each row's key
+// rotated and both written at the row's position, as the at:: path (rope,
+// then a scatter along positions) writes them; a position past the slot
+// writes nothing.
+TEST(CudaKernelMath, ASlotWriteIsTheRotationAndTheScatterToTheBit) {
+  torch::manual_seed(9);
+  ModelConfig c;
+  c.head_dim = 8;
+  each_dtype([&](auto tag, at::ScalarType dtype, double) {
+    using T = decltype(tag);
+    const int64_t b = 3, H = 2, D = 8, capacity = 10;
+    const at::Tensor positions = at::tensor(std::vector<int64_t>{3, 0, 9});
+    auto [cos, sin] = rope_cos_sin(rope_inv_freq(c), positions.view({b, 1}), dtype);
+    const at::Tensor k = at::randn({b, 1, H, D}).to(dtype).transpose(1, 2), v = at::randn({b, 1, H, D}).to(dtype).transpose(1, 2);
+    const at::Tensor keys = at::randn({4, H, capacity, D}).to(dtype), values = at::randn({4, H, capacity, D}).to(dtype);
+    for (int64_t past : {int64_t{-1}, capacity}) {  // row 1 outside its slot, on either side
+      at::Tensor where = positions.clone();
+      where[1] = past;
+      at::Tensor want_k = keys.clone(), want_v = values.clone();
+      const at::Tensor rotated = apply_rope(k, cos, sin);
+      for (int64_t r : {0, 2}) {
+        const int64_t p = where[r].item<int64_t>();
+        want_k[r].select(1, p).copy_(rotated[r].select(1, 0));
+        want_v[r].select(1, p).copy_(v[r].select(1, 0));
+      }
+      at::Tensor got_k = keys.clone(), got_v = values.clone();
+      const math::SlotWrite w = math::slot_write(k, v, cos, sin, got_k);
+      for (int64_t i = 0; i < k.numel(); ++i)
+        math::write_slot_element(k.const_data_ptr<T>(), v.const_data_ptr<T>(), cos.const_data_ptr<T>(),
+                                 sin.const_data_ptr<T>(), where.const_data_ptr<int64_t>(), got_k.data_ptr<T>(),
+                                 got_v.data_ptr<T>(), w, i);
+      EXPECT_TRUE(at::equal(got_k, want_k)) << dtype << ", a row at " << past;
+      EXPECT_TRUE(at::equal(got_v, want_v)) << dtype << ", a row at " << past;
+    }
   });
 }
 

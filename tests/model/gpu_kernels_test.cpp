@@ -1,19 +1,24 @@
 // The fused CUDA kernels (label `gpu`; skipped without a GPU) against the at::
-// ops they replace: rope and the residual add to the bit, silu_mul and
-// rms_norm within a rounding step of the dtype, in float32, bfloat16 and
-// float16; they run only inside a FusedScope without gradient; and a model's
-// decoding step with them gives the logits and greedy ids of the same step on
-// the at:: ops.
+// ops they replace: rope, the slot cache write and the residual add to the
+// bit, silu_mul and rms_norm within a rounding step of the dtype, in float32,
+// bfloat16 and float16; the sampler draws softmax + cumsum + searchsorted's
+// ids; the layers' kernels run only inside a FusedScope without gradient;
+// and a model's decoding step with them gives the logits and greedy ids of
+// the same step on the at:: ops.
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 #include <torch/types.h>
 #include <torch/utils.h>
+
+#include <cmath>
+#include <limits>
 
 #include "model/cuda_kernels.h"
 #include "model/engine.h"
 #include "model/fused_scope.h"
 #include "model/kv_cache.h"
 #include "model/rope.h"
+#include "model/sampling.h"
 #include "model/weights.h"
 
 using namespace grpo::model;
@@ -100,6 +105,70 @@ TEST_F(GpuKernels, AddRmsNormIsTheAddAndTheNormAfterIt) {
     EXPECT_TRUE(at::equal(sum, h)) << dtype;
     expect_within_steps(normed, weight * (hf * at::rsqrt(hf.pow(2).mean(-1, true) + 1e-6)).to(dtype), 1,
                         "add_rms_norm " + std::string(c10::toString(dtype)));
+  }
+}
+
+// Keys rotated and written with values at each slot's position in one kernel,
+// as the at:: path (rope, then two scatters) writes them.
+TEST_F(GpuKernels, RopeIntoSlotsIsTheRotationAndTheScatterToTheBit) {
+  for (at::ScalarType dtype : kDtypes) {
+    const at::TensorOptions on = at::TensorOptions().device(at::kCUDA).dtype(dtype);
+    const int64_t b = 3, H = 2, D = 64, capacity = 40;
+    ModelConfig c;
+    c.head_dim = D;
+    const at::Tensor positions = at::tensor(std::vector<int64_t>{17, 0, 39}).to(at::kCUDA);
+    auto [cos, sin] = rope_cos_sin(rope_inv_freq(c), positions.view({b, 1}), dtype);
+    const at::Tensor k = at::randn({b, 1, H, D}, on).transpose(1, 2), v = at::randn({b, 1, H, D}, on).transpose(1, 2);
+    const at::Tensor keys = at::randn({5, H, capacity, D}, on), values = at::randn({5, H, capacity, D}, on);
+    at::Tensor want_k = keys.clone(), want_v = values.clone();
+    const at::Tensor where = positions.view({b, 1, 1, 1}).expand({b, H, 1, D});
+    want_k.narrow(0, 0, b).scatter_(2, where, apply_rope(k, cos, sin));
+    want_v.narrow(0, 0, b).scatter_(2, where, v);
+    gpu::rope_into_slots(k, v, cos, sin, positions, keys, values);
+    EXPECT_TRUE(at::equal(keys, want_k)) << dtype;
+    EXPECT_TRUE(at::equal(values, want_v)) << dtype;
+  }
+}
+
+// The fused sampler against softmax, cumsum and searchsorted (the kernels
+// off) on the same logits and draws: the same ids (a flip needs a draw within
+// rounding of a boundary: about 1e-6 of a chance per row), log-probabilities
+// within float32 rounding; masked (-inf) ids never drawn; a draw of 0 takes
+// the first id of nonzero probability. (A draw within float32's spacing of 1
+// falls where the cumulative sums' own rounding decides: there only a valid
+// id is asked for.)
+TEST_F(GpuKernels, SampleRowsDrawsTheIdsOfSoftmaxCumsumAndSearchsorted) {
+  for (at::ScalarType dtype : kDtypes) {
+    for (int64_t V : {int64_t{151936}, int64_t{37}}) {
+      for (double temperature : {1.0, 0.7}) {
+        const int64_t B = 64;
+        at::Tensor logits = (at::randn({B, V}, at::kCUDA) * 3).to(dtype);
+        logits.narrow(0, 0, 9).narrow(1, 0, V / 2).fill_(-std::numeric_limits<float>::infinity());
+        at::Tensor draws = at::rand({B}, at::kCUDA);
+        draws[8] = 0.0f;
+        draws[9] = 0.99999994f;
+        SamplingParams p;
+        p.temperature = temperature;
+        gpu::set_enabled(false);
+        const Sampled want = sample_with_draws(logits, {}, p, draws);
+        gpu::set_enabled(true);
+        auto [tokens, logprobs] = gpu::sample_rows(logits, temperature, draws);
+        const std::string what = std::string(c10::toString(dtype)) + ", V " + std::to_string(V) + ", temperature " +
+                                 std::to_string(temperature);
+        at::Tensor same = tokens == want.tokens;
+        same[9] = true;
+        EXPECT_TRUE(same.all().item<bool>()) << what << ": " << (~same).sum().item<int64_t>() << " rows differ";
+        same[9] = (tokens[9] == want.tokens[9]).item<bool>();
+        const int64_t last = tokens[9].item<int64_t>();
+        EXPECT_TRUE(last >= 0 && last < V && std::isfinite(logits[9][last].item<float>())) << what << ": " << last;
+        EXPECT_LT((logprobs - want.logprobs).abs().masked_select(same).max().item<double>(), 1e-4) << what;
+        EXPECT_TRUE((tokens.narrow(0, 0, 9) >= V / 2).all().item<bool>()) << what << ": a masked id was drawn";
+        EXPECT_EQ(tokens[8].item<int64_t>(), V / 2) << what << ": a draw of 0";
+        // Through sample_with_draws, which takes the kernel for these settings.
+        const Sampled fused = sample_with_draws(logits, {}, p, draws);
+        EXPECT_TRUE(at::equal(fused.tokens, tokens)) << what;
+      }
+    }
   }
 }
 

@@ -39,7 +39,7 @@ TEST_P(HfCheckpointTest, OurCheckpointLoadsInTransformersWithOurLogits) {
   const HfLogits want = grpo::test::read_hf_logits(dir + "/transformers.safetensors");
   const double diff = grpo::test::max_logit_difference(*lm, want);
   std::printf("%s: max |ours - transformers loading our checkpoint| = %.3g\n", arch.c_str(), diff);
-  EXPECT_LE(diff, 1e-5) << arch << ": " << checkpoint;
+  EXPECT_LE(diff, grpo::test::kLogitTolerance) << arch << ": " << checkpoint;
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, HfCheckpointTest, ::testing::ValuesIn(grpo::test::kHfArchitectures),

@@ -60,7 +60,7 @@ TEST_P(HfLogitsTest, TransformersCheckpointGivesTransformersLogits) {
   const double diff = grpo::test::max_logit_difference(*lm, want);
   std::printf("%s: max |logit - transformers| = %.3g over logits of magnitude up to %.3g\n", arch.c_str(), diff,
               want.logits.abs().max().item<double>());
-  EXPECT_LE(diff, 1e-5) << arch;
+  EXPECT_LE(diff, grpo::test::kLogitTolerance) << arch;
 
   // Saved again here (config.json written back from what was read), transformers reads the same model.
   save_model(*lm, dir + "/resaved");
@@ -69,7 +69,7 @@ TEST_P(HfLogitsTest, TransformersCheckpointGivesTransformersLogits) {
   const HfLogits again = grpo::test::read_hf_logits(dir + "/resaved.safetensors");
   const double resaved = grpo::test::max_logit_difference(*lm, again);
   std::printf("%s: max |ours - transformers loading it saved here| = %.3g\n", arch.c_str(), resaved);
-  EXPECT_LE(resaved, 1e-5) << arch << " saved by save_model";
+  EXPECT_LE(resaved, grpo::test::kLogitTolerance) << arch << " saved by save_model";
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, HfLogitsTest, ::testing::ValuesIn(grpo::test::kHfArchitectures),

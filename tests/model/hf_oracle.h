@@ -34,6 +34,12 @@ HfLogits read_hf_logits(const std::string& path);
 // passes them). Infinity when the shapes differ.
 double max_logit_difference(model::CausalLMImpl& model, const HfLogits& want);
 
+// How far our logits may lie from the reference library's: float32 sums over
+// 70 positions taken in other orders (its attention kernels against our
+// matmuls) differ by up to 1.8e-5 on logits up to 7 in magnitude, while a
+// wrong weight, mask or position moves them by 0.1 or more.
+constexpr double kLogitTolerance = 3e-5;
+
 // Every parameter drawn (seeded): matrices N(0, 0.2), biases N(0, 0.5), norm
 // weights 1 + N(0, 0.2), so that a term left out or misplaced shows in the logits.
 void randomize_all(model::CausalLMImpl& model, uint64_t seed);

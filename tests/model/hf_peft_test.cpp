@@ -68,7 +68,7 @@ TEST_P(HfPeftTest, OurLoraCheckpointLoadsInPeftAndMergedInTransformers) {
   const double effect = adapter_effect(*lm, peft);
   std::printf("%s: max |ours - peft loading our adapter| = %.3g (the adapter moves logits by %.3g)\n", arch.c_str(),
               diff, effect);
-  EXPECT_LE(diff, 1e-5) << checkpoint;
+  EXPECT_LE(diff, grpo::test::kLogitTolerance) << checkpoint;
   EXPECT_GT(effect, 0.1) << "the adapter must change the logits for the comparison to test it";
 
   // merged/ holds W + scaling B A, rounded once more than the adapter's two products: the same
@@ -79,7 +79,7 @@ TEST_P(HfPeftTest, OurLoraCheckpointLoadsInPeftAndMergedInTransformers) {
   const double merging = grpo::test::max_logit_difference(*lm, merged_hf);
   std::printf("%s: max |ours - transformers| on merged/ = %.3g; merged vs adapted = %.3g\n", arch.c_str(),
               merged_diff, merging);
-  EXPECT_LE(merged_diff, 1e-5) << checkpoint << "/merged";
+  EXPECT_LE(merged_diff, grpo::test::kLogitTolerance) << checkpoint << "/merged";
   EXPECT_LE(merging, 1e-4) << checkpoint << "/merged is not the adapted model";
 }
 
@@ -97,7 +97,7 @@ TEST_P(HfPeftTest, PeftSavedAdapterLoadsHereWithPeftLogits) {
   const double effect = adapter_effect(*lm, want);
   std::printf("%s: max |ours - peft| with peft's adapter = %.3g (the adapter moves logits by %.3g)\n", arch.c_str(),
               diff, effect);
-  EXPECT_LE(diff, 1e-5) << adapter;
+  EXPECT_LE(diff, grpo::test::kLogitTolerance) << adapter;
   EXPECT_GT(effect, 0.1) << "the adapter must change the logits for the comparison to test it";
 }
 

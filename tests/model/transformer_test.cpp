@@ -98,6 +98,21 @@ TEST_F(TinyQwen2, CachedGreedyDecodingEqualsCacheFreeArgmax) {
   EXPECT_EQ(generated, g["generated_ids"].get<std::vector<int64_t>>());
 }
 
+// Grouped-query attention takes two ways (transformer.cpp): query rows grouped
+// per key head for short inputs (a decoding step, a short prefill), keys and
+// values repeated per query head for long ones (here past 64 positions). A
+// 100-position forward (repeated) gives the logits of a 50-position prefill
+// (grouped) and 50 cached steps (grouped).
+TEST_F(TinyQwen2, BothWaysOfGroupedQueryAttentionGiveTheSameLogits) {
+  const at::Tensor ids = torch::randint(0, 300, {2, 100}, torch::kLong);
+  const at::Tensor full = (*model_)->forward(ids);
+  KvCache cache = (*model_)->new_cache();
+  std::vector<at::Tensor> pieces{(*model_)->logits((*model_)->hidden_states(ids.narrow(1, 0, 50), {}, {}, &cache))};
+  for (int64_t t = 50; t < 100; ++t)
+    pieces.push_back((*model_)->logits((*model_)->hidden_states(ids.narrow(1, t, 1), {}, {}, &cache)));
+  EXPECT_LT((at::cat(pieces, 1) - full).abs().max().item<double>(), 1e-4);
+}
+
 TEST_F(TinyQwen2, SavedCheckpointLoadsBackIdentically) {
   auto dir = std::filesystem::temp_directory_path() / "grpo_tiny_qwen2_saved";
   std::filesystem::remove_all(dir);

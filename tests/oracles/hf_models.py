@@ -86,12 +86,14 @@ def randomize(model, seed):
 
 
 def inputs(vocab):
-    """Three rows: left padding, none, right padding."""
+    """Three rows: left padding, none, right padding. 70 positions: grouped-query attention takes both of the
+    C++ model's ways (query rows grouped per key head while that copies less than repeating keys and values,
+    here for head_dim 32; keys and values repeated beyond, here for head_dim 16)."""
     g = torch.Generator().manual_seed(7)
-    ids = torch.randint(0, vocab, (3, 13), generator=g)
+    ids = torch.randint(0, vocab, (3, 70), generator=g)
     mask = torch.ones_like(ids)
     mask[0, :4] = 0
-    mask[2, 9:] = 0
+    mask[2, 40:] = 0
     ids[mask == 0] = 0
     return ids, mask
 
