@@ -23,6 +23,8 @@ using Clock = std::chrono::steady_clock;
 
 thread_local bool t_timed_out = false;
 thread_local socket_t t_socket = INVALID_SOCKET;  // the connection this thread serves
+constexpr uint64_t kNoTicket = ~uint64_t{0};
+thread_local uint64_t t_ticket = kNoTicket;  // the admission turn of the connection this thread serves
 
 // The numeric address of either end of a socket ("" when unknown).
 std::string address_of(socket_t sock, bool peer, int* port) {
@@ -154,12 +156,33 @@ void log_refusal(const std::string& why) {
   if (now > before && last.compare_exchange_strong(before, now)) spdlog::warn("refused a connection: {}", why);
 }
 
+// httplib's pool, its tasks (one per accepted connection, queued by the
+// listening thread in the order of accept) each given the next ticket. A
+// worker takes a task only after every earlier one has been taken, so the
+// tickets admit() waits for are already being served.
+class TicketPool final : public httplib::ThreadPool {
+ public:
+  TicketPool(size_t workers, std::atomic<uint64_t>& tickets) : httplib::ThreadPool(workers), tickets_(tickets) {}
+
+  void enqueue(std::function<void()> fn) override {
+    const uint64_t ticket = tickets_++;
+    httplib::ThreadPool::enqueue([fn = std::move(fn), ticket] {
+      t_ticket = ticket;
+      fn();
+      t_ticket = kNoTicket;
+    });
+  }
+
+ private:
+  std::atomic<uint64_t>& tickets_;
+};
+
 }  // namespace
 
 GuardedHttpServer::GuardedHttpServer(ConnectionLimits limits) : limits_(limits) {
   // Refusals are answered by a worker too, so a few spare ones keep them quick when every slot is taken.
   const size_t workers = static_cast<size_t>(limits_.max_connections) + 8;
-  new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
+  new_task_queue = [this, workers] { return new TicketPool(workers, tickets_); };
 }
 
 bool GuardedHttpServer::request_timed_out() { return t_timed_out; }
@@ -177,7 +200,12 @@ bool GuardedHttpServer::client_connected() {
 }
 
 std::string GuardedHttpServer::admit(socket_t sock, const std::string& client) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (t_ticket != kNoTicket) {
+    turn_.wait(lock, [&] { return admitted_ == t_ticket; });
+    ++admitted_;
+    turn_.notify_all();
+  }
   if (static_cast<int>(open_.size()) >= limits_.max_connections)
     return fmt::format("the server has {} connections open, its limit (--max_connections); retry later",
                        open_.size());

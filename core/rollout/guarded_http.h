@@ -7,7 +7,10 @@
 
 #include <httplib.h>
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -49,7 +52,8 @@ class GuardedHttpServer : public httplib::Server {
 
  private:
   bool process_and_close_socket(socket_t sock) override;
-  // Counts the connection in, or says why it is refused ("" when admitted).
+  // Counts the connection in, or says why it is refused ("" when admitted),
+  // in the order the connections were accepted (their tickets, below).
   std::string admit(socket_t sock, const std::string& client);
   void release(socket_t sock, const std::string& client);
   void set_busy(socket_t sock, bool busy);
@@ -59,6 +63,13 @@ class GuardedHttpServer : public httplib::Server {
   std::set<socket_t> open_;
   std::set<socket_t> busy_;  // in the middle of a request
   std::map<std::string, int> per_client_;
+  // Workers take connections in the order they were accepted but could count
+  // them in another: each connection's task holds a ticket, and admit()
+  // waits for the tickets before it, so that the first to come is the first
+  // served when a cap is reached.
+  std::atomic<uint64_t> tickets_{0};  // given out by the listening thread
+  uint64_t admitted_ = 0;             // tickets through admit()
+  std::condition_variable turn_;
   std::function<void(httplib::Request&)> setup_;
 };
 
