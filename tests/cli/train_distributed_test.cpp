@@ -356,7 +356,7 @@ TEST(TrainDistributed, AStalledRankMakesTheOthersExitWithinTheTimeoutNamingIt) {
   const std::string dir = tiny_run_dir("dist_stalled");
   write_run(dir, "grpo", 500);
   const std::string port = std::to_string(grpo::dist::free_port("127.0.0.1"));
-  const std::string args = "train --config " + dir + "/run.yaml --per_device_train_batch_size 2 --ddp_timeout 8 "
+  const std::string args = "train --config " + dir + "/run.yaml --per_device_train_batch_size 2 --ddp_timeout 12 "
                            "--output_dir " + dir + "/out";
   std::vector<pid_t> ranks;
   for (int r = 0; r < 2; ++r)
@@ -375,9 +375,11 @@ TEST(TrainDistributed, AStalledRankMakesTheOthersExitWithinTheTimeoutNamingIt) {
   const std::string log = read_file(dir + "/rank0.log");
   ASSERT_TRUE(code.has_value()) << "rank 0 did not stop: " << log;
   EXPECT_NE(*code, 0);
-  EXPECT_LT(took, 8.0) << "within --ddp_timeout 8, the checkpoint saved";
+  // A rank silent for half the timeout is named (6 s here); the rest leaves
+  // room for the step rank 0 was in and the checkpoint on a loaded machine.
+  EXPECT_LT(took, 12.0) << "within --ddp_timeout 12, the checkpoint saved";
   EXPECT_NE(log.find("rank 1 stopped answering"), std::string::npos) << log;
-  EXPECT_NE(log.find("--ddp_timeout 8 s"), std::string::npos) << log;
+  EXPECT_NE(log.find("--ddp_timeout 12 s"), std::string::npos) << log;
   const int last = read_jsonl(dir + "/out/logging.jsonl").back()["global_step"].get<int>();
   EXPECT_TRUE(fs::exists(dir + "/out/checkpoint-" + std::to_string(last) + "/model.safetensors")) << log;
 }

@@ -114,7 +114,8 @@ TEST(CudaKernelMath, ASlotWriteIsTheRotationAndTheScatterToTheBit) {
     const int64_t b = 3, H = 2, D = 8, capacity = 10;
     const at::Tensor positions = at::tensor(std::vector<int64_t>{3, 0, 9});
     auto [cos, sin] = rope_cos_sin(rope_inv_freq(c), positions.view({b, 1}), dtype);
-    const at::Tensor k = at::randn({b, 1, H, D}).to(dtype).transpose(1, 2), v = at::randn({b, 1, H, D}).to(dtype).transpose(1, 2);
+    const at::Tensor k = at::randn({b, 1, H, D}).to(dtype).transpose(1, 2);
+    const at::Tensor v = at::randn({b, 1, H, D}).to(dtype).transpose(1, 2);
     const at::Tensor keys = at::randn({4, H, capacity, D}).to(dtype), values = at::randn({4, H, capacity, D}).to(dtype);
     for (int64_t past : {int64_t{-1}, capacity}) {  // row 1 outside its slot, on either side
       at::Tensor where = positions.clone();
