@@ -19,6 +19,8 @@
 //                [--batches 1,16,64] [--prompt 16] [--new_tokens 32] [--decode eager|slots|both]
 //                [--threads N] [--hf] [--peer] [--unfused] [--skip_passes]
 //                [--profile_batch B]  (decode at batch B only, repeated: for perf record)
+//                [--kernel_profile 1,64]  (one call at each batch under LibTorch's profiler, for
+//                                          each way of decoding: kernels per step, device time)
 #include <sys/resource.h>
 
 #include <chrono>
@@ -40,6 +42,7 @@
 #include "model/presets.h"
 #include "model/threads.h"
 #include "model/weights.h"
+#include "kernel_profile.h"
 #include "peer.h"
 
 using namespace grpo::model;
@@ -129,7 +132,7 @@ long peak_rss_mb() {
 
 int64_t g_profile_batch = 0, g_prompt = 16;
 std::string g_shape = "base25m", g_model_dir, g_decode;
-std::vector<int64_t> g_batches = {1, 16, 64};
+std::vector<int64_t> g_batches = {1, 16, 64}, g_kernel_profile;
 bool g_peer = false, g_hf = false, g_unfused = false, g_skip_passes = false;
 
 std::vector<int64_t> parse_list(const std::string& text) {
@@ -197,6 +200,28 @@ void run(at::ScalarType dtype, int64_t new_tokens) {
     double t = best_time(10, [&] { engine.generate({req}, sp); });
     std::printf("batch %lld: %.0f tokens/s\n", static_cast<long long>(g_profile_batch),
                 static_cast<double>(g_profile_batch * new_tokens) / t);
+    return;
+  }
+  if (!g_kernel_profile.empty()) {
+    // A fresh engine per table, built and warmed inside the profiler's session
+    // (kernel_profile.h): the measured call replays what the warm-up captured.
+    for (const auto& [name, mode] : modes)
+      for (int64_t B : g_kernel_profile) {
+        std::unique_ptr<Engine> engine;
+        const GenerateRequest req{prompt, B, 1, {}};
+        const std::string title = name + " decoding, batch " + std::to_string(B) + ", prompt " +
+                                  std::to_string(g_prompt) + ", " + std::to_string(new_tokens) +
+                                  " new tokens (a step: one token of every row; the prefill counted in)";
+        grpo::bench::print_kernel_profile(
+            title, g_device.is_cuda(), new_tokens,
+            [&] {
+              EngineOptions o;
+              o.decode = mode;
+              engine = std::make_unique<Engine>(lm, nullptr, o);
+              engine->generate({req}, sp);
+            },
+            [&] { engine->generate({req}, sp); });
+      }
     return;
   }
   // The first call of a fresh engine, as a one-shot `grpo-host generate` pays
@@ -327,6 +352,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--device")) g_device = at::Device(argv[i + 1]);
     if (!std::strcmp(argv[i], "--profile_batch")) g_profile_batch = std::stoll(argv[i + 1]);
     if (!std::strcmp(argv[i], "--batches")) g_batches = parse_list(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--kernel_profile")) g_kernel_profile = parse_list(argv[i + 1]);
     if (!std::strcmp(argv[i], "--prompt")) g_prompt = std::stoll(argv[i + 1]);
     if (!std::strcmp(argv[i], "--decode")) g_decode = argv[i + 1];
     ++i;

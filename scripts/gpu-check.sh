@@ -2,8 +2,8 @@
 # On the GPU machine, in one device call of at most 8 minutes: build against the
 # machine's own torch wheel (LibTorch 2.x with CUDA), run the `gpu`-labelled
 # tests (the model, the engine's CUDA graphs, NCCL), grpo-host train on the GPU,
-# and the 0.5B generation benchmark against transformers (part 1); with
-# GPU_CHECK_PART=2, on the machine part 1 left warm, the GRPO step benchmark
+# the 0.5B generation benchmark against transformers and its kernel profile
+# (part 1); with GPU_CHECK_PART=2, on the machine part 1 left warm, the GRPO step benchmark
 # against transformers + TRL's loss, the rollout server on the GPU, the weight
 # push and the 1.5B and 7B shapes; with GPU_CHECK_PART=3 (a call of its own,
 # on a fresh machine or a warm one), the seed's single-GPU shapes: the GRPO
@@ -144,8 +144,12 @@ if [ "$PART" = 1 ]; then
   # Generation: eager and in slots with CUDA graphs, against transformers'
   # generate on the same GPU and against our own decoding on LibTorch's ops
   # (--unfused), each figure next to the rooflines of this run.
-  phase bench-engine 0 "$BUILD_DIR/bin/bench_engine" --shape qwen2.5-0.5b --dtype bfloat16 --device cuda \
+  phase bench-engine 30 "$BUILD_DIR/bin/bench_engine" --shape qwen2.5-0.5b --dtype bfloat16 --device cuda \
     --decode both --hf --unfused --batches 1,16,64,256,512 --new_tokens 64 >"$OUT/bench.txt" 2>&1
+  # Where a step's time goes: the kernels of one call per table under
+  # LibTorch's profiler (CUPTI), per decoding step, and how busy the GPU was.
+  phase kernel-profile 0 "$BUILD_DIR/bin/bench_engine" --shape qwen2.5-0.5b --dtype bfloat16 --device cuda \
+    --decode both --kernel_profile 1,64 --new_tokens 64 >"$OUT/kernel-profile.txt" 2>&1
 elif [ "$PART" = 3 ]; then
   phase build-part-3 280 cmake --build "$BUILD_DIR" -j "$JOBS" --target grpo_runtime bench_step bench_rollout \
     "${KEEP_GOING[@]}" >>"$OUT/build.log" 2>&1
