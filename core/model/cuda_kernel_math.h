@@ -137,4 +137,32 @@ inline SlotWrite slot_write(const at::Tensor& k, const at::Tensor& v, const at::
           keys.size(2)};
 }
 
+// The record a decoding step in slots keeps (SlotDecoder::step): per row, its
+// ids and log-probabilities so far ([rows, max_new], row stride `record`),
+// its stop ids ([rows, stop_width], -1 padding, row stride `stops`).
+struct StepBooks {
+  int64_t max_new, record, stop_width, stops;
+};
+
+// Row r's share of a step: a live row (not done) records the id it sampled
+// and its log-probability in the column of its count (the last column once
+// full), counts it, moves to the next position, feeds the id next, and is
+// done when the id is one of its stop ids or its budget is spent. A done row
+// keeps everything as it is.
+GRPO_HOST_DEVICE void record_step_row(int64_t r, const int64_t* sampled, const float* logprob, const int64_t* budget,
+                                      const int64_t* stop_ids, bool* done, int64_t* generated, int64_t* positions,
+                                      int64_t* tokens, int64_t* out_ids, float* out_logprobs, const StepBooks& s) {
+  if (done[r]) return;
+  const int64_t token = sampled[r], count = generated[r];
+  const int64_t column = count < s.max_new - 1 ? count : s.max_new - 1;
+  out_ids[r * s.record + column] = token;
+  out_logprobs[r * s.record + column] = logprob[r];
+  bool hit = false;
+  for (int64_t j = 0; j < s.stop_width; ++j) hit = hit || stop_ids[r * s.stops + j] == token;
+  generated[r] = count + 1;
+  positions[r] += 1;
+  tokens[r] = token;
+  if (hit || count + 1 >= budget[r]) done[r] = true;
+}
+
 }  // namespace grpo::model::gpu::math

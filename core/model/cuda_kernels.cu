@@ -181,6 +181,16 @@ __global__ void sample_kernel(const T* __restrict__ logits, int64_t stride, int6
   }
 }
 
+__global__ void record_step_kernel(const int64_t* __restrict__ sampled, const float* __restrict__ logprob,
+                                   const int64_t* __restrict__ budget, const int64_t* __restrict__ stop_ids,
+                                   bool* done, int64_t* generated, int64_t* positions, int64_t* tokens,
+                                   int64_t* out_ids, float* out_logprobs, math::StepBooks books, int64_t rows) {
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (r < rows)
+    math::record_step_row(r, sampled, logprob, budget, stop_ids, done, generated, positions, tokens, out_ids,
+                          out_logprobs, books);
+}
+
 // Blocks for a grid-stride loop over n elements.
 unsigned int blocks_for(int64_t n, int threads) {
   const int64_t most = int64_t{65535} * 16;
@@ -325,6 +335,39 @@ std::pair<at::Tensor, at::Tensor> sample_rows(const at::Tensor& logits_in, doubl
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
   return {tokens, logprobs};
+}
+
+void record_step(const at::Tensor& sampled_in, const at::Tensor& logprobs_in, const at::Tensor& budget,
+                 const at::Tensor& stop_ids, const at::Tensor& done, const at::Tensor& generated,
+                 const at::Tensor& positions, const at::Tensor& tokens, const at::Tensor& out_ids,
+                 const at::Tensor& out_logprobs) {
+  const int64_t b = done.numel();
+  const at::Tensor sampled = sampled_in.contiguous(), logprobs = logprobs_in.contiguous();
+  const at::Device device = done.device();
+  for (const at::Tensor* t : {&sampled, &logprobs, &budget, &done, &generated, &positions, &tokens})
+    TORCH_CHECK(t->dim() == 1 && t->size(0) == b && t->is_contiguous() && t->device() == device,
+                "record_step: every per-row tensor must be [", b, "] and contiguous on ", device, ", got ", t->sizes());
+  for (const at::Tensor* t : {&stop_ids, &out_ids, &out_logprobs})
+    TORCH_CHECK(t->dim() == 2 && t->size(0) == b && t->size(1) > 0 && t->stride(1) == 1 && t->device() == device,
+                "record_step: stop ids and the record must be [", b, ", n] with rows contiguous, got ", t->sizes());
+  TORCH_CHECK(sampled.scalar_type() == at::kLong && budget.scalar_type() == at::kLong &&
+                  generated.scalar_type() == at::kLong && positions.scalar_type() == at::kLong &&
+                  tokens.scalar_type() == at::kLong && stop_ids.scalar_type() == at::kLong &&
+                  out_ids.scalar_type() == at::kLong && logprobs.scalar_type() == at::kFloat &&
+                  out_logprobs.scalar_type() == at::kFloat && done.scalar_type() == at::kBool &&
+                  out_ids.sizes() == out_logprobs.sizes() && out_ids.stride(0) == out_logprobs.stride(0),
+              "record_step: ids, counts and positions int64, log-probabilities float32, done bool");
+  if (b == 0) return;
+  const math::StepBooks books{out_ids.size(1), out_ids.stride(0), stop_ids.size(1), stop_ids.stride(0)};
+  const c10::cuda::CUDAGuard guard(device);
+  constexpr int kThreads = 128;
+  record_step_kernel<<<static_cast<unsigned int>((b + kThreads - 1) / kThreads), kThreads, 0,
+                       at::cuda::getCurrentCUDAStream()>>>(
+      sampled.const_data_ptr<int64_t>(), logprobs.const_data_ptr<float>(), budget.const_data_ptr<int64_t>(),
+      stop_ids.const_data_ptr<int64_t>(), done.mutable_data_ptr<bool>(), generated.mutable_data_ptr<int64_t>(),
+      positions.mutable_data_ptr<int64_t>(), tokens.mutable_data_ptr<int64_t>(), out_ids.mutable_data_ptr<int64_t>(),
+      out_logprobs.mutable_data_ptr<float>(), books, b);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 }  // namespace grpo::model::gpu

@@ -68,4 +68,15 @@ void rope_into_slots(const at::Tensor& k, const at::Tensor& v, const at::Tensor&
 // within rounding of a boundary. Returns tokens [B] int64, logprobs [B] float32.
 std::pair<at::Tensor, at::Tensor> sample_rows(const at::Tensor& logits, double temperature, const at::Tensor& draws);
 
+// A decoding step's record in slots, one thread per row (math::record_step_row):
+// what SlotDecoder::step does with a dozen and a half at:: ops. sampled [b]
+// int64 and logprobs [b] float32 are the step's draw; budget, generated,
+// positions, tokens [b] int64, done [b] bool, stop_ids [b, W] int64 and the
+// record out_ids [b, max_new] int64, out_logprobs [b, max_new] float32 are the
+// first b slots' (last dim contiguous), updated in place.
+void record_step(const at::Tensor& sampled, const at::Tensor& logprobs, const at::Tensor& budget,
+                 const at::Tensor& stop_ids, const at::Tensor& done, const at::Tensor& generated,
+                 const at::Tensor& positions, const at::Tensor& tokens, const at::Tensor& out_ids,
+                 const at::Tensor& out_logprobs);
+
 }  // namespace grpo::model::gpu

@@ -25,5 +25,9 @@ void rope_into_slots(const at::Tensor&, const at::Tensor&, const at::Tensor&, co
 }
 
 std::pair<at::Tensor, at::Tensor> sample_rows(const at::Tensor&, double, const at::Tensor&) { absent("sample_rows"); }
+void record_step(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                 const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&) {
+  absent("record_step");
+}
 
 }  // namespace grpo::model::gpu

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "model/cuda_kernels.h"
+#include "model/fused_scope.h"
+
 namespace grpo::model {
 
 bool SlotShape::holds(const SlotShape& need) const {
@@ -96,6 +99,13 @@ void SlotDecoder::step(int64_t b, int64_t span) {
   at::Tensor column = generated.clamp_max(shape_.max_new - 1).unsqueeze(1);  // [b, 1]: where this id goes
   Sampled s = sample_with_draws(logits, seen_.defined() ? first(seen_) : at::Tensor(), params_,
                                 first(draws_).gather(1, column).squeeze(1));
+  // Without top log-probabilities or seen ids to keep, the record below is
+  // one kernel on a GPU while sampling.
+  if (!out_top_ids_.defined() && !seen_.defined() && tokens_.is_cuda() && gpu::enabled() && FusedScope::open()) {
+    gpu::record_step(s.tokens, s.logprobs, first(budget_), first(stop_ids_), first(done_), generated,
+                     first(positions_), first(tokens_), first(out_ids_), first(out_logprobs_));
+    return;
+  }
   const at::Tensor live = first(done_).logical_not();
   // Writes `value` [b, ...] into column `column` of a per-slot buffer, except
   // in done rows, which keep what they hold.

@@ -3,13 +3,15 @@
 // layout the model hands it (a projection's transposed view, cos/sin of one
 // row broadcast), a decoding step's keys and values written into slot caches,
 // the residual add and RMSNorm's last step (given the same rsqrt), silu_mul
-// within a rounding step of the dtype (the host's expf is not CUDA's). The
+// within a rounding step of the dtype (the host's expf is not CUDA's), a
+// decoding step's record in slots against hand-worked values. The
 // GPU's tests (gpu_kernels_test.cpp) run the kernels themselves.
 #include <gtest/gtest.h>
 #include <torch/types.h>
 #include <torch/utils.h>
 
 #include <cmath>
+#include <tuple>
 
 #include "model/cuda_kernel_math.h"
 #include "model/rope.h"
@@ -137,6 +139,38 @@ TEST(CudaKernelMath, ASlotWriteIsTheRotationAndTheScatterToTheBit) {
       EXPECT_TRUE(at::equal(got_v, want_v)) << dtype << ", a row at " << past;
     }
   });
+}
+
+// A decoding step's record in slots, for rows in each state, against values
+// worked out by hand: a live row, a done one (untouched), one that samples a
+// stop id, one whose record is full (the last column) and its budget spent.
+TEST(CudaKernelMath, AStepsRecordIsWhatTheAtOpsOfTheSlotStepKeep) {
+  const auto longs = [](std::vector<int64_t> v) { return at::tensor(v, at::kLong); };
+  const at::Tensor sampled = longs({5, 9, 3, 7});
+  const at::Tensor logprob = at::tensor(std::vector<float>{-0.5f, -1.5f, -2.5f, -3.5f});
+  const at::Tensor budget = longs({4, 4, 4, 5});
+  // Two stop ids per row, -1 the padding, read through rows of three.
+  const at::Tensor stops = longs({9, -1, 0, 9, -1, 0, 9, 3, 0, -1, -1, 0}).view({4, 3}).narrow(1, 0, 2);
+  at::Tensor done = at::tensor(std::vector<uint8_t>{0, 1, 0, 0}).to(at::kBool);
+  at::Tensor generated = longs({1, 2, 0, 4}), positions = longs({17, 12, 20, 30}), tokens = longs({8, 8, 8, 8});
+  at::Tensor out_ids = at::full({4, 4}, -7, at::kLong), out_logprobs = at::full({4, 4}, 1.0f);
+  const math::StepBooks books{4, out_ids.stride(0), 2, stops.stride(0)};
+  for (int64_t r = 0; r < 4; ++r)
+    math::record_step_row(r, sampled.const_data_ptr<int64_t>(), logprob.const_data_ptr<float>(),
+                          budget.const_data_ptr<int64_t>(), stops.const_data_ptr<int64_t>(), done.data_ptr<bool>(),
+                          generated.data_ptr<int64_t>(), positions.data_ptr<int64_t>(), tokens.data_ptr<int64_t>(),
+                          out_ids.data_ptr<int64_t>(), out_logprobs.data_ptr<float>(), books);
+  EXPECT_TRUE(at::equal(done, at::tensor(std::vector<uint8_t>{0, 1, 1, 1}).to(at::kBool))) << done;
+  EXPECT_TRUE(at::equal(generated, longs({2, 2, 1, 5}))) << generated;
+  EXPECT_TRUE(at::equal(positions, longs({18, 12, 21, 31}))) << positions;
+  EXPECT_TRUE(at::equal(tokens, longs({5, 8, 3, 7}))) << tokens;
+  at::Tensor want_ids = at::full({4, 4}, -7, at::kLong), want_logprobs = at::full({4, 4}, 1.0f);
+  for (auto [r, c, id, lp] : {std::tuple{0, 1, 5, -0.5f}, std::tuple{2, 0, 3, -2.5f}, std::tuple{3, 3, 7, -3.5f}}) {
+    want_ids[r][c] = id;
+    want_logprobs[r][c] = lp;
+  }
+  EXPECT_TRUE(at::equal(out_ids, want_ids)) << out_ids;
+  EXPECT_TRUE(at::equal(out_logprobs, want_logprobs)) << out_logprobs;
 }
 
 }  // namespace

@@ -2,9 +2,9 @@
 // ops they replace: rope, the slot cache write and the residual add to the
 // bit, silu_mul and rms_norm within a rounding step of the dtype, in float32,
 // bfloat16 and float16; the sampler draws softmax + cumsum + searchsorted's
-// ids; the layers' kernels run only inside a FusedScope without gradient;
-// and a model's decoding step with them gives the logits and greedy ids of
-// the same step on the at:: ops.
+// ids; a slot step's record is its row math; the layers' kernels run only
+// inside a FusedScope without gradient; and a model's decoding step with
+// them gives the logits and greedy ids of the same step on the at:: ops.
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 #include <torch/types.h>
@@ -13,6 +13,7 @@
 #include <cmath>
 #include <limits>
 
+#include "model/cuda_kernel_math.h"
 #include "model/cuda_kernels.h"
 #include "model/engine.h"
 #include "model/fused_scope.h"
@@ -186,6 +187,34 @@ TEST_F(GpuKernels, OnlyInsideAFusedScopeWithoutGradientOnOneCudaDevice) {
   at::Tensor w = at::randn({4}, at::kCUDA).requires_grad_();
   torch::AutoGradMode grad(true);
   EXPECT_FALSE(gpu::applies({a, w})) << "a gradient is wanted";
+}
+
+// The step's record kernel over 300 rows (three blocks) in random states,
+// against its per-row math (cuda_kernel_math.h, checked on the CPU) run on
+// the host over the same state.
+TEST_F(GpuKernels, RecordStepIsItsRowMathOverEveryRow) {
+  const int64_t b = 300, max_new = 6, width = 3;
+  const at::TensorOptions longs = at::TensorOptions().dtype(at::kLong);
+  const at::Tensor sampled = at::randint(0, 8, {b}, longs), budget = at::randint(1, 9, {b}, longs);
+  const at::Tensor stops = at::randint(-1, 8, {b, width}, longs), logprob = -at::rand({b});
+  const at::Tensor done = at::rand({b}) < 0.3, generated = at::randint(0, max_new + 2, {b}, longs);
+  const at::Tensor positions = at::randint(0, 100, {b}, longs), tokens = at::randint(0, 8, {b}, longs);
+  const at::Tensor out_ids = at::randint(0, 8, {b, max_new}, longs), out_logprobs = at::rand({b, max_new});
+  std::vector<at::Tensor> want{done.clone(), generated.clone(), positions.clone(), tokens.clone(), out_ids.clone(),
+                               out_logprobs.clone()};
+  const grpo::model::gpu::math::StepBooks books{max_new, max_new, width, width};
+  for (int64_t r = 0; r < b; ++r)
+    grpo::model::gpu::math::record_step_row(
+        r, sampled.const_data_ptr<int64_t>(), logprob.const_data_ptr<float>(), budget.const_data_ptr<int64_t>(),
+        stops.const_data_ptr<int64_t>(), want[0].data_ptr<bool>(), want[1].data_ptr<int64_t>(),
+        want[2].data_ptr<int64_t>(), want[3].data_ptr<int64_t>(), want[4].data_ptr<int64_t>(),
+        want[5].data_ptr<float>(), books);
+  std::vector<at::Tensor> got;
+  for (const at::Tensor& t : {done, generated, positions, tokens, out_ids, out_logprobs}) got.push_back(t.cuda());
+  gpu::record_step(sampled.cuda(), logprob.cuda(), budget.cuda(), stops.cuda(), got[0], got[1], got[2], got[3],
+                   got[4], got[5]);
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(at::equal(got[i].cpu(), want[i])) << "tensor " << i;
+  EXPECT_GT((want[0] != done).sum().item<int64_t>(), 0) << "some rows must finish in this step";
 }
 
 // A prefill and a decoding step of the tiny model with a KV cache (the fused
