@@ -61,8 +61,9 @@ __global__ void rms_norm_kernel(const T* __restrict__ x, const T* __restrict__ r
     const float v = static_cast<float>(h);
     squares = math::add_rn(squares, math::mul_rn(v, v));
   }
-  // at:: takes the mean, adds eps and takes rsqrt in float32 (CUDA's rsqrtf).
-  const float inv = rsqrtf(math::add_rn(math::div_rn(block_sum(squares), static_cast<float>(N)), eps));
+  // at:: takes the mean (the sum times the float 1/N), adds eps and takes
+  // rsqrt in float32 (CUDA's rsqrtf).
+  const float inv = rsqrtf(math::add_rn(math::mul_rn(block_sum(squares), 1.0f / static_cast<float>(N)), eps));
   for (int64_t i = threadIdx.x; i < N; i += blockDim.x) out[offset + i] = math::rms_norm_value(input(i), weight[i], inv);
 }
 
@@ -115,16 +116,18 @@ constexpr int kSampleThreads = 1024;
 // and that segment's warp scans it, 32 ids a step, for the first id that
 // passes it.
 template <class T>
-__global__ void sample_kernel(const T* __restrict__ logits, int64_t stride, int64_t V, float temperature,
-                              const float* __restrict__ draws, int64_t* __restrict__ tokens,
-                              float* __restrict__ logprobs) {
+__global__ void __launch_bounds__(kSampleThreads)
+    sample_kernel(const T* __restrict__ logits, int64_t stride, int64_t V, float inverse_temperature,
+                  const float* __restrict__ draws, int64_t* __restrict__ tokens, float* __restrict__ logprobs) {
   __shared__ float segment_sum[kSampleThreads / kWarp];
   const int64_t row = blockIdx.x;
   const T* x = logits + row * stride;
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, warps = blockDim.x / kWarp;
   const int64_t length = (V + warps - 1) / warps;
   const int64_t begin = std::min<int64_t>(V, warp * length), end = std::min<int64_t>(V, begin + length);
-  auto scaled = [&](int64_t i) { return math::div_rn(static_cast<float>(x[i]), temperature); };
+  // logits / temperature as LibTorch's CUDA division by a scalar computes it:
+  // times the scalar's float reciprocal.
+  auto scaled = [&](int64_t i) { return math::mul_rn(static_cast<float>(x[i]), inverse_temperature); };
   float m = -INFINITY;
   for (int64_t i = begin + lane; i < end; i += kWarp) m = fmaxf(m, scaled(i));
   m = block_max(m);
@@ -197,10 +200,20 @@ unsigned int blocks_for(int64_t n, int threads) {
   return static_cast<unsigned int>(std::max<int64_t>(1, std::min<int64_t>((n + threads - 1) / threads, most)));
 }
 
+// Every tensor on x's device: a tensor elsewhere would be read as a device
+// address of this one.
+void check_on_device_of(const at::Tensor& x, std::initializer_list<at::Tensor> others, const char* what) {
+  TORCH_CHECK(x.is_cuda(), what, ": x is on ", x.device(), ", not a GPU");
+  for (const at::Tensor& t : others)
+    TORCH_CHECK(!t.defined() || t.device() == x.device(), what, ": a tensor on ", t.device(), " beside x on ",
+                x.device());
+}
+
 // rms_norm over rows of the last dim; with residual defined, of x + residual,
 // written to `sum` too.
 void launch_rms_norm(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight, const at::Tensor& sum,
                      const at::Tensor& out, double eps) {
+  check_on_device_of(x, {residual, weight}, "rms_norm");
   const int64_t N = x.size(-1), rows = x.numel() / std::max<int64_t>(N, 1);
   TORCH_CHECK(weight.numel() == N && weight.scalar_type() == x.scalar_type(), "rms_norm: weight ", weight.sizes(), " ",
               weight.scalar_type(), " does not fit x ", x.sizes(), " ", x.scalar_type());
@@ -251,6 +264,7 @@ std::pair<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x_in, const at:
 
 at::Tensor silu_mul(const at::Tensor& gate_in, const at::Tensor& up_in) {
   TORCH_CHECK(gate_in.sizes() == up_in.sizes(), "silu_mul: gate ", gate_in.sizes(), " and up ", up_in.sizes());
+  check_on_device_of(gate_in, {up_in}, "silu_mul");
   at::Tensor gate = gate_in.contiguous(), up = up_in.contiguous(), out = at::empty_like(gate);
   const int64_t n = gate.numel();
   if (n == 0) return out;
@@ -266,6 +280,7 @@ at::Tensor silu_mul(const at::Tensor& gate_in, const at::Tensor& up_in) {
 
 at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
   TORCH_CHECK(x.dim() == 4 && x.size(-1) % 2 == 0, "rope: x must be [B, H, T, D] with D even, got ", x.sizes());
+  check_on_device_of(x, {cos, sin}, "rope");
   const int64_t B = x.size(0), T = x.size(2), D = x.size(3);
   for (const at::Tensor* t : {&cos, &sin})
     TORCH_CHECK(t->dim() == 3 && (t->size(0) == B || t->size(0) == 1) && t->size(1) == T && t->size(2) == D,
@@ -289,6 +304,7 @@ void rope_into_slots(const at::Tensor& k, const at::Tensor& v, const at::Tensor&
                      const at::Tensor& positions, const at::Tensor& keys, const at::Tensor& values) {
   TORCH_CHECK(k.dim() == 4 && k.size(2) == 1 && v.sizes() == k.sizes(), "rope_into_slots: k ", k.sizes(), " and v ",
               v.sizes(), " must be one step's [b, H, 1, D]");
+  check_on_device_of(k, {v, cos, sin, keys, values}, "rope_into_slots");
   const int64_t b = k.size(0), H = k.size(1), D = k.size(3);
   TORCH_CHECK(keys.dim() == 4 && keys.size(0) >= b && keys.size(1) == H && keys.size(3) == D &&
                   values.sizes() == keys.sizes() && values.strides() == keys.strides() &&
@@ -330,7 +346,7 @@ std::pair<at::Tensor, at::Tensor> sample_rows(const at::Tensor& logits_in, doubl
   const c10::cuda::CUDAGuard guard(logits.device());
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, logits.scalar_type(), "grpo_sample_rows", [&] {
     sample_kernel<scalar_t><<<static_cast<unsigned int>(B), kSampleThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
-        logits.const_data_ptr<scalar_t>(), logits.stride(0), V, static_cast<float>(temperature),
+        logits.const_data_ptr<scalar_t>(), logits.stride(0), V, 1.0f / static_cast<float>(temperature),
         draws.const_data_ptr<float>(), tokens.mutable_data_ptr<int64_t>(), logprobs.mutable_data_ptr<float>());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });

@@ -65,7 +65,9 @@ void rope_into_slots(const at::Tensor& k, const at::Tensor& v, const at::Tensor&
 // and its log-probability. What sample_with_draws computes with softmax,
 // cumsum and searchsorted, in one kernel reading the logits three times;
 // the sums add in another order, so an id can differ only where a draw lies
-// within rounding of a boundary. Returns tokens [B] int64, logprobs [B] float32.
+// within rounding of a boundary. Like the CPU's fused sampler it needs no
+// FusedScope: sampling is never part of a pass whose bits training compares.
+// Returns tokens [B] int64, logprobs [B] float32.
 std::pair<at::Tensor, at::Tensor> sample_rows(const at::Tensor& logits, double temperature, const at::Tensor& draws);
 
 // A decoding step's record in slots, one thread per row (math::record_step_row):

@@ -35,7 +35,7 @@ std::pair<at::Tensor, at::Tensor> rope_cos_sin(const at::Tensor& inv_freq, const
 
 at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
   if (x.stride(-1) == 1 && cpu::applies({x, cos, sin})) return cpu::rope(x, cos, sin);
-  const bool fits = x.dim() == 4 && cos.dim() == 3 && cos.sizes() == sin.sizes() &&
+  const bool fits = x.dim() == 4 && x.size(3) % 2 == 0 && cos.dim() == 3 && cos.sizes() == sin.sizes() &&
                     (cos.size(0) == x.size(0) || cos.size(0) == 1) && cos.size(1) == x.size(2) &&
                     cos.size(2) == x.size(3);
   if (fits && gpu::applies({x, cos, sin})) return gpu::rope(x, cos, sin);
