@@ -285,10 +285,11 @@ void run(at::ScalarType dtype, int64_t new_tokens) {
       if (peer.count(B)) std::printf(" %10.1f %8.2fx", peer[B], tokens_s / peer[B]);
       else std::printf(" %10s %9s", "-", "-");
       if (plain) {
+        const bool fused = gpu::enabled();  // off already under GRPO_FUSED_KERNELS=0: left so
         gpu::set_enabled(false);
         plain->generate({req}, sp);
         const double t_plain = best_time(2, [&] { plain->generate({req}, sp); });
-        gpu::set_enabled(true);
+        gpu::set_enabled(fused);
         std::printf(" %12.1f %10.2fx", static_cast<double>(B * new_tokens) / t_plain, t_plain / t);
       }
       std::printf("\n");

@@ -95,6 +95,10 @@ void print_kernel_profile(const std::string& title, bool cuda, int64_t steps, co
     std::printf("  device: %.1f kernels and copies per step, busy %.1f us per step (%.0f%% of the wall time)\n",
                 per_step(static_cast<double>(kernels)), per_step(static_cast<double>(busy) / 1e3),
                 100.0 * static_cast<double>(busy) / 1e9 / wall);
+    int64_t op_calls = 0;
+    for (const auto& [name, t] : ops) op_calls += t.count;
+    std::printf("  host: %.1f at:: op calls per step, nested ones counted (a replayed graph makes none)\n",
+                per_step(static_cast<double>(op_calls)));
     if (device.empty()) std::printf("  (no device events: CUPTI recorded nothing here)\n");
     else print_top(device, steps, "kernel or copy");
     if (!runtime.empty()) print_top(runtime, steps, "host call into CUDA");
