@@ -30,22 +30,31 @@ std::atomic<bool> g_enabled{enabled_by_environment()};
 
 constexpr int kWarp = 32;
 
-// The sum over the block of every thread's v (blockDim.x a multiple of 32).
-__device__ float block_sum(float v) {
+// `op` over every thread's v in the block (blockDim.x a multiple of 32),
+// `identity` standing in for the warps the block does not have.
+template <class Op>
+__device__ float block_reduce(float v, Op op, float identity) {
   __shared__ float partial[kWarp];
   __shared__ float total;
-  for (int o = kWarp / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  for (int o = kWarp / 2; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   if (lane == 0) partial[warp] = v;
   __syncthreads();
   if (warp == 0) {
-    v = lane < static_cast<int>(blockDim.x / kWarp) ? partial[lane] : 0.0f;
-    for (int o = kWarp / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    v = lane < static_cast<int>(blockDim.x / kWarp) ? partial[lane] : identity;
+    for (int o = kWarp / 2; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
     if (lane == 0) total = v;
   }
   __syncthreads();
   return total;
 }
+
+struct Add {
+  __device__ float operator()(float a, float b) const { return a + b; }
+};
+struct Max {
+  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
 
 // One block per row of N: out = rms_norm(x (+ residual)); with a residual,
 // sum = x + residual, the row the normalisation reads.
@@ -63,7 +72,8 @@ __global__ void rms_norm_kernel(const T* __restrict__ x, const T* __restrict__ r
   }
   // at:: takes the mean (the sum times the float 1/N), adds eps and takes
   // rsqrt in float32 (CUDA's rsqrtf).
-  const float inv = rsqrtf(math::add_rn(math::mul_rn(block_sum(squares), 1.0f / static_cast<float>(N)), eps));
+  const float mean = math::mul_rn(block_reduce(squares, Add{}, 0.0f), 1.0f / static_cast<float>(N));
+  const float inv = rsqrtf(math::add_rn(mean, eps));
   for (int64_t i = threadIdx.x; i < N; i += blockDim.x) out[offset + i] = math::rms_norm_value(input(i), weight[i], inv);
 }
 
@@ -91,22 +101,6 @@ __global__ void rope_into_slots_kernel(const T* __restrict__ k, const T* __restr
     math::write_slot_element(k, v, cos, sin, positions, keys, values, w, i);
 }
 
-__device__ float block_max(float v) {
-  __shared__ float partial[kWarp];
-  __shared__ float total;
-  for (int o = kWarp / 2; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-  if (lane == 0) partial[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    v = lane < static_cast<int>(blockDim.x / kWarp) ? partial[lane] : -INFINITY;
-    for (int o = kWarp / 2; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    if (lane == 0) total = v;
-  }
-  __syncthreads();
-  return total;
-}
-
 constexpr int kSampleThreads = 1024;
 
 // One block per row; warp w takes the row's w-th contiguous segment, its
@@ -130,7 +124,7 @@ __global__ void __launch_bounds__(kSampleThreads)
   auto scaled = [&](int64_t i) { return math::mul_rn(static_cast<float>(x[i]), inverse_temperature); };
   float m = -INFINITY;
   for (int64_t i = begin + lane; i < end; i += kWarp) m = fmaxf(m, scaled(i));
-  m = block_max(m);
+  m = block_reduce(m, Max{}, -INFINITY);
   float sum = 0.0f;
   for (int64_t i = begin + lane; i < end; i += kWarp) sum += expf(scaled(i) - m);
   for (int o = kWarp / 2; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
@@ -304,15 +298,14 @@ void rope_into_slots(const at::Tensor& k, const at::Tensor& v, const at::Tensor&
                      const at::Tensor& positions, const at::Tensor& keys, const at::Tensor& values) {
   TORCH_CHECK(k.dim() == 4 && k.size(2) == 1 && v.sizes() == k.sizes(), "rope_into_slots: k ", k.sizes(), " and v ",
               v.sizes(), " must be one step's [b, H, 1, D]");
-  check_on_device_of(k, {v, cos, sin, keys, values}, "rope_into_slots");
+  check_on_device_of(k, {v, cos, sin, positions, keys, values}, "rope_into_slots");
   const int64_t b = k.size(0), H = k.size(1), D = k.size(3);
   TORCH_CHECK(keys.dim() == 4 && keys.size(0) >= b && keys.size(1) == H && keys.size(3) == D &&
                   values.sizes() == keys.sizes() && values.strides() == keys.strides() &&
                   keys.scalar_type() == k.scalar_type() && values.scalar_type() == k.scalar_type(),
               "rope_into_slots: caches ", keys.sizes(), " / ", values.sizes(), " do not take keys ", k.sizes());
-  TORCH_CHECK(positions.scalar_type() == at::kLong && positions.numel() == b && positions.is_contiguous() &&
-                  positions.device() == k.device(),
-              "rope_into_slots: positions must be [b] int64 on ", k.device());
+  TORCH_CHECK(positions.scalar_type() == at::kLong && positions.numel() == b && positions.is_contiguous(),
+              "rope_into_slots: positions must be [b] int64");
   for (const at::Tensor* t : {&cos, &sin})
     TORCH_CHECK(t->dim() == 3 && t->size(0) == b && t->size(1) == 1 && t->size(2) == D, "rope_into_slots: cos/sin ",
                 t->sizes(), " for keys ", k.sizes());

@@ -40,22 +40,24 @@ void mask_top_p(at::Tensor& scaled, double top_p) {
   scaled.masked_fill_(drop, kMasked);
 }
 
-// Temperature and top-k sampling of CPU logits, the usual RL rollout settings,
-// take the fused kernel; the other filters keep the tensor ops below.
-bool fused_applies(const at::Tensor& logits, const at::Tensor& seen, const SamplingParams& p) {
+// Logits and settings a fused sampler takes: no filter but temperature and
+// top-k, the usual RL rollout settings; the others keep the tensor ops below.
+bool fusable(const at::Tensor& logits, const at::Tensor& seen, const SamplingParams& p) {
   const at::ScalarType t = logits.scalar_type();
-  return logits.device().is_cpu() && (t == at::kFloat || t == at::kBFloat16 || t == at::kHalf) &&
+  return (t == at::kFloat || t == at::kBFloat16 || t == at::kHalf) &&
          (p.repetition_penalty == 1.0 || !seen.defined()) && p.top_p >= 1.0 && p.min_p <= 0.0 && p.top_logprobs <= 0;
 }
 
-// The same settings on a GPU take the fused kernel, except a top-k below the
-// vocabulary (its threshold would need a selection the kernel does not make).
+// On the CPU, the fused kernel with top-k.
+bool fused_applies(const at::Tensor& logits, const at::Tensor& seen, const SamplingParams& p) {
+  return logits.device().is_cpu() && fusable(logits, seen, p);
+}
+
+// On a GPU, the fused kernel without a top-k below the vocabulary (its
+// threshold would need a selection the kernel does not make).
 bool gpu_fused_applies(const at::Tensor& logits, const at::Tensor& seen, const SamplingParams& p) {
-  const at::ScalarType t = logits.scalar_type();
-  return logits.is_cuda() && gpu::enabled() && logits.dim() == 2 &&
-         (t == at::kFloat || t == at::kBFloat16 || t == at::kHalf) &&
-         (p.repetition_penalty == 1.0 || !seen.defined()) && (p.top_k <= 0 || p.top_k >= logits.size(-1)) &&
-         p.top_p >= 1.0 && p.min_p <= 0.0 && p.top_logprobs <= 0;
+  return logits.is_cuda() && gpu::enabled() && logits.dim() == 2 && fusable(logits, seen, p) &&
+         (p.top_k <= 0 || p.top_k >= logits.size(-1));
 }
 
 }  // namespace
