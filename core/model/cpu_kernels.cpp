@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/cpu_float_math.h"
+#include "model/row_layout.h"
 
 namespace grpo::model::cpu {
 
@@ -198,14 +199,24 @@ at::Tensor rms_norm(const at::Tensor& x_in, const at::Tensor& weight_in, double 
 }
 
 at::Tensor silu_mul(const at::Tensor& gate_in, const at::Tensor& up_in) {
-  at::Tensor gate = gate_in.contiguous(), up = up_in.contiguous();
-  TORCH_CHECK(gate.sizes() == up.sizes() && gate.scalar_type() == up.scalar_type(), "silu_mul: gate ",
-              gate.sizes(), " and up ", up.sizes(), " differ");
-  at::Tensor out = at::empty_like(gate);
+  TORCH_CHECK(gate_in.sizes() == up_in.sizes() && gate_in.scalar_type() == up_in.scalar_type(), "silu_mul: gate ",
+              gate_in.sizes(), " and up ", up_in.sizes(), " differ");
+  // The halves of a packed gate/up product (packed_proj.h) are read in place.
+  const bool in_place = row_stride(gate_in) >= 0 && row_stride(up_in) >= 0;
+  const at::Tensor gate = in_place ? gate_in : gate_in.contiguous(), up = in_place ? up_in : up_in.contiguous();
+  at::Tensor out = at::empty(gate.sizes(), gate.options());
+  if (out.numel() == 0) return out;
+  const int64_t cols = gate.size(-1), gate_stride = row_stride(gate), up_stride = row_stride(up);
   dispatch(gate.scalar_type(), "silu_mul", [&](auto tag) {
     using T = decltype(tag);
-    at::parallel_for(0, gate.numel(), kGrainElements, [&](int64_t begin, int64_t end) {
-      silu_mul_span(gate.data_ptr<T>(), up.data_ptr<T>(), out.data_ptr<T>(), begin, end);
+    const T *g = gate.data_ptr<T>(), *u = up.data_ptr<T>();
+    T* o = out.data_ptr<T>();
+    at::parallel_for(0, out.numel(), kGrainElements, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end;) {  // the chunk's part of each row it meets
+        const int64_t r = i / cols, c = i - r * cols, len = std::min(end - i, cols - c);
+        silu_mul_span(g + r * gate_stride, u + r * up_stride, o + r * cols, c, c + len);
+        i += len;
+      }
     });
   });
   return out;

@@ -23,7 +23,9 @@ bool applies(std::initializer_list<at::Tensor> tensors);
 // Hugging Face's RMSNorm does.
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
 
-// silu(gate) * up, each rounded to the dtype as the two at:: ops would.
+// silu(gate) * up, each rounded to the dtype as the two at:: ops would; the
+// result is contiguous. Inputs whose rows each have one stride (row_layout.h:
+// the halves of a packed gate/up product) are read in place, others copied.
 at::Tensor silu_mul(const at::Tensor& gate, const at::Tensor& up);
 
 // x * cos + rotate_half(x) * sin for x [B, H, T, D] (last dim contiguous) and

@@ -137,6 +137,22 @@ inline SlotWrite slot_write(const at::Tensor& k, const at::Tensor& v, const at::
           keys.size(2)};
 }
 
+// A decoding step's inputs before the first layer (gpu::step_prelude), for a
+// row at `position`: the rotary angle of column j of D = 2 half (position
+// times inv_freq[j mod half], the float32 product rope_cos_sin takes the
+// cosine and sine of), and the additive mask of key `key` (0 up to the
+// position, past it the mask value the model's additive masks use: float's
+// lowest, -1e4 in the 16-bit types).
+GRPO_HOST_DEVICE float rope_angle(int64_t position, const float* inv_freq, int64_t half, int64_t j) {
+  return mul_rn(static_cast<float>(position), inv_freq[j % half]);
+}
+
+template <class T>
+GRPO_HOST_DEVICE T step_mask_value(int64_t position, int64_t key) {
+  constexpr float kMasked = sizeof(T) == sizeof(float) ? -3.40282347e+38f : -1e4f;
+  return static_cast<T>(key <= position ? 0.0f : kMasked);
+}
+
 // The record a decoding step in slots keeps (SlotDecoder::step): per row, its
 // ids and log-probabilities so far ([rows, max_new], row stride `record`),
 // its stop ids ([rows, stop_width], -1 padding, row stride `stops`).

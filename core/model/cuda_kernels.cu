@@ -12,10 +12,18 @@
 #include <cstdlib>
 #include <string>
 
+#include "model/cuda_common.cuh"
 #include "model/cuda_kernel_math.h"
 #include "model/fused_scope.h"
+#include "model/row_layout.h"
 
 namespace grpo::model::gpu {
+
+using detail::Add;
+using detail::blocks_for;
+using detail::block_reduce;
+using detail::check_on_device_of;
+using detail::kWarp;
 
 namespace {
 
@@ -27,34 +35,6 @@ bool enabled_by_environment() {
 }
 
 std::atomic<bool> g_enabled{enabled_by_environment()};
-
-constexpr int kWarp = 32;
-
-// `op` over every thread's v in the block (blockDim.x a multiple of 32),
-// `identity` standing in for the warps the block does not have.
-template <class Op>
-__device__ float block_reduce(float v, Op op, float identity) {
-  __shared__ float partial[kWarp];
-  __shared__ float total;
-  for (int o = kWarp / 2; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
-  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-  if (lane == 0) partial[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    v = lane < static_cast<int>(blockDim.x / kWarp) ? partial[lane] : identity;
-    for (int o = kWarp / 2; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
-    if (lane == 0) total = v;
-  }
-  __syncthreads();
-  return total;
-}
-
-struct Add {
-  __device__ float operator()(float a, float b) const { return a + b; }
-};
-struct Max {
-  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
-};
 
 // One block per row of N: out = rms_norm(x (+ residual)); with a residual,
 // sum = x + residual, the row the normalisation reads.
@@ -78,10 +58,13 @@ __global__ void rms_norm_kernel(const T* __restrict__ x, const T* __restrict__ r
 }
 
 template <class T>
-__global__ void silu_mul_kernel(const T* __restrict__ gate, const T* __restrict__ up, T* __restrict__ out, int64_t n) {
+__global__ void silu_mul_kernel(const T* __restrict__ gate, const T* __restrict__ up, T* __restrict__ out, int64_t n,
+                                int64_t cols, int64_t gate_stride, int64_t up_stride) {
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    out[i] = math::silu_mul_value(gate[i], up[i]);
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = i / cols, c = i - r * cols;
+    out[i] = math::silu_mul_value(gate[r * gate_stride + c], up[r * up_stride + c]);
+  }
 }
 
 template <class T>
@@ -99,108 +82,6 @@ __global__ void rope_into_slots_kernel(const T* __restrict__ k, const T* __restr
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
     math::write_slot_element(k, v, cos, sin, positions, keys, values, w, i);
-}
-
-constexpr int kSampleThreads = 1024;
-
-// One block per row; warp w takes the row's w-th contiguous segment, its
-// lanes reading it 32 ids at a time. Pass 1: the row's largest scaled logit
-// m. Pass 2: each segment's sum of exp(scaled - m). Then every thread walks
-// the 32 segment sums to the one where the cumulative sum passes u * total,
-// and that segment's warp scans it, 32 ids a step, for the first id that
-// passes it.
-template <class T>
-__global__ void __launch_bounds__(kSampleThreads)
-    sample_kernel(const T* __restrict__ logits, int64_t stride, int64_t V, float inverse_temperature,
-                  const float* __restrict__ draws, int64_t* __restrict__ tokens, float* __restrict__ logprobs) {
-  __shared__ float segment_sum[kSampleThreads / kWarp];
-  const int64_t row = blockIdx.x;
-  const T* x = logits + row * stride;
-  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, warps = blockDim.x / kWarp;
-  const int64_t length = (V + warps - 1) / warps;
-  const int64_t begin = std::min<int64_t>(V, warp * length), end = std::min<int64_t>(V, begin + length);
-  // logits / temperature as LibTorch's CUDA division by a scalar computes it:
-  // times the scalar's float reciprocal.
-  auto scaled = [&](int64_t i) { return math::mul_rn(static_cast<float>(x[i]), inverse_temperature); };
-  float m = -INFINITY;
-  for (int64_t i = begin + lane; i < end; i += kWarp) m = fmaxf(m, scaled(i));
-  m = block_reduce(m, Max{}, -INFINITY);
-  float sum = 0.0f;
-  for (int64_t i = begin + lane; i < end; i += kWarp) sum += expf(scaled(i) - m);
-  for (int o = kWarp / 2; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-  if (lane == 0) segment_sum[warp] = sum;
-  __syncthreads();
-  float total = 0.0f;
-  for (int w = 0; w < warps; ++w) total += segment_sum[w];
-  const float target = draws[row] * total;
-  float before = 0.0f;
-  int crossing = -1;
-  for (int w = 0; w < warps && crossing < 0; ++w) {
-    if (before + segment_sum[w] > target) crossing = w;
-    else before += segment_sum[w];
-  }
-  const float log_total = logf(total);
-  if (crossing < 0) {  // u * total at or past the total (rounding): the last id, as searchsorted's clamp gives
-    if (threadIdx.x == 0) {
-      tokens[row] = V - 1;
-      logprobs[row] = scaled(V - 1) - m - log_total;
-    }
-    return;
-  }
-  if (warp != crossing) return;
-  float running = before;
-  int64_t last_nonzero = end - 1;
-  for (int64_t base = begin; base < end; base += kWarp) {
-    const int64_t i = base + lane;
-    const float e = i < end ? expf(scaled(i) - m) : 0.0f;
-    const unsigned nonzero = __ballot_sync(0xffffffffu, e > 0.0f);
-    if (nonzero != 0) last_nonzero = base + (kWarp - 1 - __clz(nonzero));
-    float inclusive = e;
-    for (int o = 1; o < kWarp; o <<= 1) {
-      const float up = __shfl_up_sync(0xffffffffu, inclusive, o);
-      if (lane >= o) inclusive += up;
-    }
-    const unsigned passed = __ballot_sync(0xffffffffu, i < end && running + inclusive > target);
-    if (passed != 0) {
-      if (lane == __ffs(passed) - 1) {
-        tokens[row] = i;
-        logprobs[row] = scaled(i) - m - log_total;
-      }
-      return;
-    }
-    running += __shfl_sync(0xffffffffu, inclusive, kWarp - 1);
-  }
-  // The scan's sums fell short of the segment's by rounding: its last id of
-  // nonzero probability.
-  if (lane == 0) {
-    tokens[row] = last_nonzero;
-    logprobs[row] = scaled(last_nonzero) - m - log_total;
-  }
-}
-
-__global__ void record_step_kernel(const int64_t* __restrict__ sampled, const float* __restrict__ logprob,
-                                   const int64_t* __restrict__ budget, const int64_t* __restrict__ stop_ids,
-                                   bool* done, int64_t* generated, int64_t* positions, int64_t* tokens,
-                                   int64_t* out_ids, float* out_logprobs, math::StepBooks books, int64_t rows) {
-  const int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (r < rows)
-    math::record_step_row(r, sampled, logprob, budget, stop_ids, done, generated, positions, tokens, out_ids,
-                          out_logprobs, books);
-}
-
-// Blocks for a grid-stride loop over n elements.
-unsigned int blocks_for(int64_t n, int threads) {
-  const int64_t most = int64_t{65535} * 16;
-  return static_cast<unsigned int>(std::max<int64_t>(1, std::min<int64_t>((n + threads - 1) / threads, most)));
-}
-
-// Every tensor on x's device: a tensor elsewhere would be read as a device
-// address of this one.
-void check_on_device_of(const at::Tensor& x, std::initializer_list<at::Tensor> others, const char* what) {
-  TORCH_CHECK(x.is_cuda(), what, ": x is on ", x.device(), ", not a GPU");
-  for (const at::Tensor& t : others)
-    TORCH_CHECK(!t.defined() || t.device() == x.device(), what, ": a tensor on ", t.device(), " beside x on ",
-                x.device());
 }
 
 // rms_norm over rows of the last dim; with residual defined, of x + residual,
@@ -259,14 +140,18 @@ std::pair<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x_in, const at:
 at::Tensor silu_mul(const at::Tensor& gate_in, const at::Tensor& up_in) {
   TORCH_CHECK(gate_in.sizes() == up_in.sizes(), "silu_mul: gate ", gate_in.sizes(), " and up ", up_in.sizes());
   check_on_device_of(gate_in, {up_in}, "silu_mul");
-  at::Tensor gate = gate_in.contiguous(), up = up_in.contiguous(), out = at::empty_like(gate);
+  // The halves of a packed gate/up product (packed_proj.h) are read in place.
+  const bool in_place = row_stride(gate_in) >= 0 && row_stride(up_in) >= 0;
+  const at::Tensor gate = in_place ? gate_in : gate_in.contiguous(), up = in_place ? up_in : up_in.contiguous();
+  at::Tensor out = at::empty(gate.sizes(), gate.options());
   const int64_t n = gate.numel();
   if (n == 0) return out;
   const c10::cuda::CUDAGuard guard(gate.device());
   constexpr int kThreads = 256;
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, gate.scalar_type(), "grpo_silu_mul", [&] {
     silu_mul_kernel<scalar_t><<<blocks_for(n, kThreads), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
-        gate.const_data_ptr<scalar_t>(), up.const_data_ptr<scalar_t>(), out.mutable_data_ptr<scalar_t>(), n);
+        gate.const_data_ptr<scalar_t>(), up.const_data_ptr<scalar_t>(), out.mutable_data_ptr<scalar_t>(), n,
+        gate.size(-1), row_stride(gate), row_stride(up));
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
   return out;
@@ -321,62 +206,6 @@ void rope_into_slots(const at::Tensor& k, const at::Tensor& v, const at::Tensor&
         values.mutable_data_ptr<scalar_t>(), w, n);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
-}
-
-std::pair<at::Tensor, at::Tensor> sample_rows(const at::Tensor& logits_in, double temperature, const at::Tensor& draws) {
-  TORCH_CHECK(logits_in.dim() == 2 && logits_in.size(1) > 0, "sample_rows: logits must be [B, V], got ",
-              logits_in.sizes());
-  const at::Tensor logits = logits_in.stride(1) == 1 ? logits_in : logits_in.contiguous();
-  const int64_t B = logits.size(0), V = logits.size(1);
-  TORCH_CHECK(draws.scalar_type() == at::kFloat && draws.numel() == B && draws.is_contiguous() &&
-                  draws.device() == logits.device(),
-              "sample_rows: draws must be [B] float32 on ", logits.device());
-  TORCH_CHECK(temperature > 0, "sample_rows: temperature must be positive");
-  at::Tensor tokens = at::empty({B}, logits.options().dtype(at::kLong)),
-             logprobs = at::empty({B}, logits.options().dtype(at::kFloat));
-  if (B == 0) return {tokens, logprobs};
-  TORCH_CHECK(B <= INT32_MAX, "sample_rows: ", B, " rows are more than one launch takes");
-  const c10::cuda::CUDAGuard guard(logits.device());
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, logits.scalar_type(), "grpo_sample_rows", [&] {
-    sample_kernel<scalar_t><<<static_cast<unsigned int>(B), kSampleThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
-        logits.const_data_ptr<scalar_t>(), logits.stride(0), V, 1.0f / static_cast<float>(temperature),
-        draws.const_data_ptr<float>(), tokens.mutable_data_ptr<int64_t>(), logprobs.mutable_data_ptr<float>());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  });
-  return {tokens, logprobs};
-}
-
-void record_step(const at::Tensor& sampled_in, const at::Tensor& logprobs_in, const at::Tensor& budget,
-                 const at::Tensor& stop_ids, const at::Tensor& done, const at::Tensor& generated,
-                 const at::Tensor& positions, const at::Tensor& tokens, const at::Tensor& out_ids,
-                 const at::Tensor& out_logprobs) {
-  const int64_t b = done.numel();
-  const at::Tensor sampled = sampled_in.contiguous(), logprobs = logprobs_in.contiguous();
-  const at::Device device = done.device();
-  for (const at::Tensor* t : {&sampled, &logprobs, &budget, &done, &generated, &positions, &tokens})
-    TORCH_CHECK(t->dim() == 1 && t->size(0) == b && t->is_contiguous() && t->device() == device,
-                "record_step: every per-row tensor must be [", b, "] and contiguous on ", device, ", got ", t->sizes());
-  for (const at::Tensor* t : {&stop_ids, &out_ids, &out_logprobs})
-    TORCH_CHECK(t->dim() == 2 && t->size(0) == b && t->size(1) > 0 && t->stride(1) == 1 && t->device() == device,
-                "record_step: stop ids and the record must be [", b, ", n] with rows contiguous, got ", t->sizes());
-  TORCH_CHECK(sampled.scalar_type() == at::kLong && budget.scalar_type() == at::kLong &&
-                  generated.scalar_type() == at::kLong && positions.scalar_type() == at::kLong &&
-                  tokens.scalar_type() == at::kLong && stop_ids.scalar_type() == at::kLong &&
-                  out_ids.scalar_type() == at::kLong && logprobs.scalar_type() == at::kFloat &&
-                  out_logprobs.scalar_type() == at::kFloat && done.scalar_type() == at::kBool &&
-                  out_ids.sizes() == out_logprobs.sizes() && out_ids.stride(0) == out_logprobs.stride(0),
-              "record_step: ids, counts and positions int64, log-probabilities float32, done bool");
-  if (b == 0) return;
-  const math::StepBooks books{out_ids.size(1), out_ids.stride(0), stop_ids.size(1), stop_ids.stride(0)};
-  const c10::cuda::CUDAGuard guard(device);
-  constexpr int kThreads = 128;
-  record_step_kernel<<<static_cast<unsigned int>((b + kThreads - 1) / kThreads), kThreads, 0,
-                       at::cuda::getCurrentCUDAStream()>>>(
-      sampled.const_data_ptr<int64_t>(), logprobs.const_data_ptr<float>(), budget.const_data_ptr<int64_t>(),
-      stop_ids.const_data_ptr<int64_t>(), done.mutable_data_ptr<bool>(), generated.mutable_data_ptr<int64_t>(),
-      positions.mutable_data_ptr<int64_t>(), tokens.mutable_data_ptr<int64_t>(), out_ids.mutable_data_ptr<int64_t>(),
-      out_logprobs.mutable_data_ptr<float>(), books, b);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 }  // namespace grpo::model::gpu

@@ -15,6 +15,7 @@
 #include <ATen/ATen.h>
 
 #include <initializer_list>
+#include <tuple>
 #include <utility>
 
 namespace grpo::model::gpu {
@@ -43,7 +44,9 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
 std::pair<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x, const at::Tensor& residual,
                                                const at::Tensor& weight, double eps);
 
-// silu(gate) * up, each rounded to the dtype as the two at:: ops would.
+// silu(gate) * up, each rounded to the dtype as the two at:: ops would; the
+// result is contiguous. Inputs whose rows each have one stride (row_layout.h:
+// the halves of a packed gate/up product) are read in place, others copied.
 at::Tensor silu_mul(const at::Tensor& gate, const at::Tensor& up);
 
 // x * cos + rotate_half(x) * sin for x [B, H, T, D] (any strides) and
@@ -57,6 +60,15 @@ at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& si
 // the device): the rotary embedding and both cache writes in one kernel.
 void rope_into_slots(const at::Tensor& k, const at::Tensor& v, const at::Tensor& cos, const at::Tensor& sin,
                      const at::Tensor& positions, const at::Tensor& keys, const at::Tensor& values);
+
+// What a decoding step in slots computes before its first layer, for rows at
+// positions [b] (int64 on the device) attending over `span` keys, with the
+// rotary frequencies inv_freq [D/2] (float32, on the device): cos and sin
+// [b, 1, D] and the additive mask [b, 1, 1, span] in `dtype`, each to the bit
+// of what rope_cos_sin and the model's additive mask give — one kernel
+// instead of about a dozen.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> step_prelude(const at::Tensor& positions, const at::Tensor& inv_freq,
+                                                            int64_t span, at::ScalarType dtype);
 
 // Inverse-CDF sampling of every row of logits [B, V] (float32, bfloat16 or
 // float16, last dim contiguous) at `temperature`, each with its draw u

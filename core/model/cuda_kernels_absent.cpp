@@ -24,6 +24,10 @@ void rope_into_slots(const at::Tensor&, const at::Tensor&, const at::Tensor&, co
   absent("rope_into_slots");
 }
 
+std::tuple<at::Tensor, at::Tensor, at::Tensor> step_prelude(const at::Tensor&, const at::Tensor&, int64_t,
+                                                            at::ScalarType) {
+  absent("step_prelude");
+}
 std::pair<at::Tensor, at::Tensor> sample_rows(const at::Tensor&, double, const at::Tensor&) { absent("sample_rows"); }
 void record_step(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
                  const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&) {

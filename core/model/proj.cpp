@@ -27,10 +27,15 @@ ProjImpl::ProjImpl(int64_t in_features, int64_t out_features, bool bias_) {
 at::Tensor ProjImpl::forward(const at::Tensor& x) {
   at::Tensor y = cpu::small_linear(x, weight, bias);  // a decode step's few rows, inside a FusedScope
   if (!y.defined()) y = at::linear(x, weight, bias);
-  if (!lora_A.defined() || !adapter_enabled_) return y;
+  const at::Tensor term = adapter_term(x);
+  return term.defined() ? y + term.to(y.scalar_type()) : y;
+}
+
+at::Tensor ProjImpl::adapter_term(const at::Tensor& x) {
+  if (!lora_A.defined() || !adapter_enabled_) return {};
   at::Tensor h = x.to(lora_A.scalar_type());
   if (dropout_ > 0 && is_training()) h = at::dropout(h, dropout_, /*train=*/true);
-  return y + at::linear(at::linear(h, lora_A), lora_B).mul_(scaling_).to(y.scalar_type());
+  return at::linear(at::linear(h, lora_A), lora_B).mul_(scaling_);
 }
 
 void ProjImpl::attach_adapter(at::Tensor a, at::Tensor b, double scaling, double dropout) {

@@ -27,6 +27,10 @@ class ProjImpl : public torch::nn::Module {
   void attach_adapter(at::Tensor a, at::Tensor b, double scaling, double dropout);
   bool has_adapter() const { return lora_A.defined(); }
 
+  // scaling * B(A(dropout(x))) in the adapter's dtype, or an undefined
+  // tensor without an enabled adapter: what forward adds to x W^T + b.
+  at::Tensor adapter_term(const at::Tensor& x);
+
   // Disabled, the forward is the base linear's exactly (the KL reference).
   void set_adapter_enabled(bool enabled) { adapter_enabled_ = enabled; }
   bool adapter_enabled() const { return adapter_enabled_; }

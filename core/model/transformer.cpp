@@ -9,6 +9,7 @@
 #include "model/cpu_kernels.h"
 #include "model/cpu_small_matmul.h"
 #include "model/cuda_kernels.h"
+#include "model/packed_proj.h"
 #include "model/rope.h"
 #include "model/skip_init.h"
 #include "model/torch_compat.h"
@@ -53,10 +54,18 @@ AttentionImpl::AttentionImpl(const ModelConfig& c)
 
 at::Tensor AttentionImpl::forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
                                   const at::Tensor& mask, LayerKv* cache, size_t layer) {
-  const int64_t B = x.size(0), T = x.size(1);
-  at::Tensor q = q_proj(x).view({B, T, heads_, head_dim_});     // [B, T, Hq, D]
-  at::Tensor k = k_proj(x).view({B, T, kv_heads_, head_dim_});  // [B, T, Hkv, D]
-  at::Tensor v = v_proj(x).view({B, T, kv_heads_, head_dim_});
+  const int64_t B = x.size(0), T = x.size(1), q_width = heads_ * head_dim_, kv_width = kv_heads_ * head_dim_;
+  at::Tensor q, k, v;
+  if (at::Tensor qkv = packed_forward({q_proj.get(), k_proj.get(), v_proj.get()}, x); qkv.defined()) {
+    q = qkv.narrow(-1, 0, q_width);  // views: the kernels below read them in place
+    k = qkv.narrow(-1, q_width, kv_width);
+    v = qkv.narrow(-1, q_width + kv_width, kv_width);
+  } else {
+    q = q_proj(x), k = k_proj(x), v = v_proj(x);
+  }
+  q = q.view({B, T, heads_, head_dim_});     // [B, T, Hq, D]
+  k = k.view({B, T, kv_heads_, head_dim_});  // [B, T, Hkv, D]
+  v = v.view({B, T, kv_heads_, head_dim_});
   if (q_norm) {
     q = q_norm(q);
     k = k_norm(k);
@@ -93,7 +102,14 @@ MlpImpl::MlpImpl(const ModelConfig& c) {
 }
 
 at::Tensor MlpImpl::forward(const at::Tensor& x) {
-  at::Tensor gate = gate_proj(x), up = up_proj(x);
+  at::Tensor gate, up;
+  if (at::Tensor both = packed_forward({gate_proj.get(), up_proj.get()}, x); both.defined()) {
+    const int64_t width = gate_proj->out_features();
+    gate = both.narrow(-1, 0, width);  // rows of a stride of 2 * width: the kernels below read them in place
+    up = both.narrow(-1, width, width);
+  } else {
+    gate = gate_proj(x), up = up_proj(x);
+  }
   if (cpu::applies({gate, up})) return down_proj(cpu::silu_mul(gate, up));
   if (gpu::applies({gate, up})) return down_proj(gpu::silu_mul(gate, up));
   return down_proj(at::silu(gate) * up);
@@ -146,14 +162,47 @@ CausalLMImpl::CausalLMImpl(ModelConfig config) : config_(std::move(config)) {
   inv_freq_ = register_buffer("inv_freq", rope_inv_freq(config_));
 }
 
+// Module::to gives each parameter storage of its own; a model that was
+// packed is packed again (one that was not, say a sampler reading another
+// model's tensors, is left so).
 void CausalLMImpl::to(torch::Device device, torch::Dtype dtype, bool non_blocking) {
+  const bool packed = projections_packed();
   torch::nn::Module::to(device, dtype, non_blocking);
   inv_freq_.set_data(rope_inv_freq(config_).to(device));
+  if (packed) pack_projections();
 }
 
 void CausalLMImpl::to(torch::Dtype dtype, bool non_blocking) {
+  const bool packed = projections_packed();
   torch::nn::Module::to(dtype, non_blocking);
   inv_freq_.set_data(rope_inv_freq(config_).to(inv_freq_.device()));
+  if (packed) pack_projections();
+}
+
+void CausalLMImpl::to(torch::Device device, bool non_blocking) {
+  const bool packed = projections_packed();
+  torch::nn::Module::to(device, non_blocking);
+  if (packed) pack_projections();
+}
+
+void CausalLMImpl::pack_projections(bool keep_values) {
+  for (size_t i = 0; i < model->layers->size(); ++i) {
+    auto layer = model->layers->ptr<DecoderLayerImpl>(i);
+    AttentionImpl& a = *layer->self_attn;
+    pack({a.q_proj.get(), a.k_proj.get(), a.v_proj.get()}, keep_values);
+    pack({layer->mlp->gate_proj.get(), layer->mlp->up_proj.get()}, keep_values);
+  }
+}
+
+bool CausalLMImpl::projections_packed() {
+  for (size_t i = 0; i < model->layers->size(); ++i) {
+    auto layer = model->layers->ptr<DecoderLayerImpl>(i);
+    AttentionImpl& a = *layer->self_attn;
+    if (!packed({a.q_proj.get(), a.k_proj.get(), a.v_proj.get()}) ||
+        !packed({layer->mlp->gate_proj.get(), layer->mlp->up_proj.get()}))
+      return false;
+  }
+  return true;
 }
 
 KvCache CausalLMImpl::new_cache() const { return KvCache{}; }
@@ -231,11 +280,16 @@ at::Tensor CausalLMImpl::decode_slots(const at::Tensor& tokens, const at::Tensor
   FusedScope fused;  // decoding: see fused_scope.h
   cache.set_step(positions, span);
   at::Tensor x = model->embed_tokens(tokens.view({b, 1}));  // [b, 1, H]
-  auto [cos, sin] = rope_cos_sin(inv_freq_, positions.view({b, 1}), x.scalar_type());
   // A slot's keys are its own sequence's up to its position; later ones are
   // stale (a finished row's) or unwritten.
-  at::Tensor key_pos = at::arange(span, positions.options()).view({1, span});
-  at::Tensor additive = additive_mask((key_pos <= positions.view({b, 1})).view({b, 1, span}), x.scalar_type());
+  at::Tensor cos, sin, additive;
+  if (gpu::applies({x}) && inv_freq_.device() == x.device()) {
+    std::tie(cos, sin, additive) = gpu::step_prelude(positions, inv_freq_, span, x.scalar_type());
+  } else {
+    std::tie(cos, sin) = rope_cos_sin(inv_freq_, positions.view({b, 1}), x.scalar_type());
+    at::Tensor key_pos = at::arange(span, positions.options()).view({1, span});
+    additive = additive_mask((key_pos <= positions.view({b, 1})).view({b, 1, span}), x.scalar_type());
+  }
   return logits(decode_layers(x, cos, sin, additive, &cache).view({b, -1}));
 }
 

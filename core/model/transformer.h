@@ -120,9 +120,18 @@ class CausalLMImpl : public torch::nn::Module {
   // As Module::to, but the rotary frequencies stay float32 (as Hugging Face
   // keeps them): rounded to bfloat16, a position's angle drifts by radians
   // within a few thousand tokens.
+  // A packed model (pack_projections) stays packed.
   using torch::nn::Module::to;
   void to(torch::Device device, torch::Dtype dtype, bool non_blocking = false) override;
   void to(torch::Dtype dtype, bool non_blocking = false) override;
+  void to(torch::Device device, bool non_blocking = false) override;
+
+  // Lays every layer's q/k/v and gate/up weights out as one matrix each
+  // (model/packed_proj.h), so sampling runs one product for each group.
+  // keep_values: false for a model about to be loaded. The loaders do it.
+  void pack_projections(bool keep_values = true);
+  // Whether every layer's groups are packed.
+  bool projections_packed();
 
   Decoder model{nullptr};
   torch::nn::Linear lm_head{nullptr};  // null when tied

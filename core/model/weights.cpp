@@ -115,6 +115,7 @@ CausalLM build_empty(const ModelConfig& config, const at::Device& device, at::Sc
     return CausalLM(config);
   }();
   empty_on(*model, device, dtype);
+  model->pack_projections(/*keep_values=*/false);
   return model;
 }
 

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "model/cpu_kernels.h"
+#include "model/row_layout.h"
 
 using namespace grpo::model;
 
@@ -52,6 +53,34 @@ TEST_P(CpuKernels, SiluMulMatchesTheTwoOps) {
   // become two in the product.
   EXPECT_LE(max_ulps(got, expected), dtype() == at::kFloat ? 8.0 : 2.0);
   EXPECT_TRUE(at::isfinite(got).all().item<bool>());
+}
+
+// The halves of a packed gate/up product, rows of a stride of 2n, read in
+// place: the values of the same halves copied out first, to the bit, with
+// chunks of the parallel loop that start and end inside rows.
+TEST_P(CpuKernels, SiluMulReadsTheHalvesOfAPackedProductInPlace) {
+  at::Tensor both = randn({3, 7, 2 * 3000}, 4.0);
+  at::Tensor gate = both.narrow(-1, 0, 3000), up = both.narrow(-1, 3000, 3000);
+  EXPECT_EQ(row_stride(gate), 6000);
+  const at::Tensor got = cpu::silu_mul(gate, up);
+  EXPECT_TRUE(got.is_contiguous());
+  EXPECT_TRUE(at::equal(got, cpu::silu_mul(gate.contiguous(), up.contiguous())));
+  // A layout without one row stride is copied first: the same values.
+  at::Tensor crossed = randn({3000, 7}).t();
+  EXPECT_EQ(row_stride(crossed), -1);
+  EXPECT_TRUE(at::equal(cpu::silu_mul(crossed, up.select(0, 1)), cpu::silu_mul(crossed.contiguous(), up.select(0, 1))));
+}
+
+TEST(RowStride, StepsFromRowToRowWhereOneStrideDoes) {
+  const at::Tensor t = at::zeros({2, 3, 8});
+  EXPECT_EQ(row_stride(t), 8);
+  EXPECT_EQ(row_stride(t.narrow(-1, 4, 4)), 8);
+  EXPECT_EQ(row_stride(t.narrow(1, 0, 2)), -1);  // rows 0-1 and 3-4 of 6: no one stride
+  EXPECT_EQ(row_stride(t.narrow(0, 1, 1).narrow(-1, 0, 4)), 8);
+  EXPECT_EQ(row_stride(t.select(1, 0).narrow(-1, 0, 2).unsqueeze(1)), 24);
+  EXPECT_EQ(row_stride(at::zeros({1, 1, 5})), 5);
+  EXPECT_EQ(row_stride(t.transpose(1, 2)), -1);
+  EXPECT_EQ(row_stride(at::zeros({0, 8})), -1);
 }
 
 TEST_P(CpuKernels, RopeMatchesRotateHalf) {

@@ -11,6 +11,7 @@
 #include <torch/utils.h>
 
 #include <cmath>
+#include <limits>
 #include <tuple>
 
 #include "model/cuda_kernel_math.h"
@@ -174,3 +175,32 @@ TEST(CudaKernelMath, AStepsRecordIsWhatTheAtOpsOfTheSlotStepKeep) {
 }
 
 }  // namespace
+
+// A decoding step's prelude: the angles, taken the cosine and sine of in
+// LibTorch's ops and rounded to the dtype, are rope_cos_sin's to the bit (the
+// angle and its column's frequency both right); the mask is the model's
+// additive mask (0 up to the row's position, the dtype's mask value past it).
+TEST(CudaKernelMath, AStepsRotaryAnglesAndMaskAreTheModelsToTheBit) {
+  ModelConfig c;
+  c.head_dim = 64;
+  const at::Tensor inv_freq = rope_inv_freq(c), positions = at::tensor({0, 5, 77, 4095, 30001}, at::kLong);
+  const int64_t b = positions.size(0), D = c.head_dim, span = 96;
+  at::Tensor angles = at::empty({b, 1, D});
+  for (int64_t r = 0; r < b; ++r)
+    for (int64_t j = 0; j < D; ++j)
+      angles[r][0][j] = math::rope_angle(positions[r].item<int64_t>(), inv_freq.const_data_ptr<float>(), D / 2, j);
+  each_dtype([&](auto tag, at::ScalarType dtype, double) {
+    using T = decltype(tag);
+    auto [cos, sin] = rope_cos_sin(inv_freq, positions.view({b, 1}), dtype);
+    EXPECT_TRUE(at::equal(angles.cos().to(dtype), cos)) << dtype;
+    EXPECT_TRUE(at::equal(angles.sin().to(dtype), sin)) << dtype;
+    const double masked = dtype == at::kFloat ? std::numeric_limits<float>::lowest() : -1e4;
+    const at::Tensor allowed = at::arange(span, at::kLong).view({1, span}) <= positions.view({b, 1});
+    const at::Tensor want = at::zeros({b, span}, dtype).masked_fill_(allowed.logical_not(), masked);
+    at::Tensor got = at::empty({b, span}, dtype);
+    for (int64_t r = 0; r < b; ++r)
+      for (int64_t k = 0; k < span; ++k)
+        got.data_ptr<T>()[r * span + k] = math::step_mask_value<T>(positions[r].item<int64_t>(), k);
+    EXPECT_TRUE(at::equal(got, want)) << dtype;
+  });
+}

@@ -131,6 +131,37 @@ TEST_F(GpuKernels, RopeIntoSlotsIsTheRotationAndTheScatterToTheBit) {
   }
 }
 
+// A decoding step's prelude against rope_cos_sin and the model's additive
+// mask on the GPU's own ops: the same bits, positions up to and past the span.
+TEST_F(GpuKernels, StepPreludeGivesTheAtOpsBits) {
+  ModelConfig c;
+  c.head_dim = 64;
+  const at::Tensor inv_freq = rope_inv_freq(c).cuda();
+  const at::Tensor positions = at::tensor({0, 5, 77, 127, 128, 4095, 30001}, at::kLong).cuda();
+  const int64_t b = positions.size(0), span = 128;
+  for (at::ScalarType dtype : kDtypes) {
+    auto [cos, sin] = rope_cos_sin(inv_freq, positions.view({b, 1}), dtype);
+    const double masked = dtype == at::kFloat ? std::numeric_limits<float>::lowest() : -1e4;
+    const at::Tensor allowed = at::arange(span, positions.options()).view({1, span}) <= positions.view({b, 1});
+    const at::Tensor mask = at::zeros({b, 1, 1, span}, positions.options().dtype(dtype))
+                                .masked_fill_(allowed.logical_not().view({b, 1, 1, span}), masked);
+    auto [got_cos, got_sin, got_mask] = gpu::step_prelude(positions, inv_freq, span, dtype);
+    EXPECT_TRUE(at::equal(got_cos, cos)) << dtype;
+    EXPECT_TRUE(at::equal(got_sin, sin)) << dtype;
+    EXPECT_TRUE(at::equal(got_mask, mask)) << dtype;
+  }
+}
+
+// The halves of a packed gate/up product are read in place: the bits of the
+// same halves copied out first.
+TEST_F(GpuKernels, SiluMulReadsThePackedHalvesInPlace) {
+  for (at::ScalarType dtype : kDtypes) {
+    const at::Tensor both = (at::randn({5, 3, 2 * 4864}, at::kCUDA) * 4).to(dtype);
+    const at::Tensor gate = both.narrow(-1, 0, 4864), up = both.narrow(-1, 4864, 4864);
+    EXPECT_TRUE(at::equal(gpu::silu_mul(gate, up), gpu::silu_mul(gate.contiguous(), up.contiguous()))) << dtype;
+  }
+}
+
 // The fused sampler against softmax, cumsum and searchsorted (the kernels
 // off) on the same logits and draws: the same ids (a flip needs a draw within
 // rounding of a boundary: about 1e-6 of a chance per row), log-probabilities

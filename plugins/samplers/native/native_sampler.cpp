@@ -37,6 +37,7 @@ struct AwaitedModel {
   at::Device device = at::kCPU;
   at::ScalarType dtype = at::kFloat;
   std::set<std::string> given;
+  bool aliased = false;  // some parameter is the trainer's own tensor
 };
 
 struct NativeSampler {
@@ -183,6 +184,7 @@ void fill_awaited(NativeSampler& s, const grpo_named_tensor* tensors, size_t n, 
     auto [p, src] = matched(params, tensors[i]);
     const bool alias = (flags & GRPO_WEIGHTS_VIEW) && src.scalar_type() == a.dtype && src.device() == a.device;
     p->set_data(alias ? src : src.to(a.device, a.dtype, /*non_blocking=*/false, /*copy=*/true));
+    a.aliased = a.aliased || alias;
     a.given.emplace(grpo::view(tensors[i].name));
   }
   if (!(flags & GRPO_WEIGHTS_LAST_BUCKET)) return;
@@ -192,6 +194,9 @@ void fill_awaited(NativeSampler& s, const grpo_named_tensor* tensors, size_t n, 
                         std::to_string(a.given.size()) + " of " + std::to_string(params.size()) +
                         " parameters were): with load_format 'trainer' every parameter must be");
   for (at::Tensor& b : a.lm->buffers()) b.set_data(b.to(a.device));  // RoPE's frequencies, float32 as they are
+  // Copies of its own are packed as a loaded model's are; the trainer's tensors are read where they are (packed
+  // when the trainer's are), never moved: the sampler would stop seeing the trainer's updates.
+  if (!a.aliased) a.lm->pack_projections();
   s.engine = std::make_unique<grpo::model::Engine>(a.lm, s.tokenizer.get(), s.options);  // warms up with these weights
   s.host.info("native sampler ready: " + s.dir + " on " + a.device.str() + ", with the trainer's weights");
   s.awaited.reset();

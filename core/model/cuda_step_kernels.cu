@@ -1,0 +1,218 @@
+// The fused kernels of a decoding step around its layers (cuda_kernels.h):
+// the rotary cos/sin and mask before the first layer, sampling after the
+// last, and the step's record in slots.
+#include <ATen/Dispatch.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
+#include "model/cuda_common.cuh"
+#include "model/cuda_kernel_math.h"
+#include "model/cuda_kernels.h"
+
+namespace grpo::model::gpu {
+
+using detail::blocks_for;
+using detail::block_reduce;
+using detail::check_on_device_of;
+using detail::kWarp;
+using detail::Max;
+
+namespace {
+
+// Element i of the step's inputs, row r = i / (D + span): columns below D
+// are its cos and sin, the rest its mask.
+template <class T>
+__global__ void step_prelude_kernel(const int64_t* __restrict__ positions, const float* __restrict__ inv_freq,
+                                    T* __restrict__ cos, T* __restrict__ sin, T* __restrict__ mask, int64_t n,
+                                    int64_t D, int64_t span) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = i / (D + span), c = i - r * (D + span), position = positions[r];
+    if (c < D) {
+      // cosf/sinf as LibTorch's float32 cos and sin call them (no fast math), rounded to T after.
+      const float angle = math::rope_angle(position, inv_freq, D / 2, c);
+      cos[r * D + c] = static_cast<T>(cosf(angle));
+      sin[r * D + c] = static_cast<T>(sinf(angle));
+    } else {
+      mask[r * span + (c - D)] = math::step_mask_value<T>(position, c - D);
+    }
+  }
+}
+
+constexpr int kSampleThreads = 1024;
+
+// One block per row; warp w takes the row's w-th contiguous segment, its
+// lanes reading it 32 ids at a time. Pass 1: the row's largest scaled logit
+// m. Pass 2: each segment's sum of exp(scaled - m). Then every thread walks
+// the 32 segment sums to the one where the cumulative sum passes u * total,
+// and that segment's warp scans it, 32 ids a step, for the first id that
+// passes it.
+template <class T>
+__global__ void __launch_bounds__(kSampleThreads)
+    sample_kernel(const T* __restrict__ logits, int64_t stride, int64_t V, float inverse_temperature,
+                  const float* __restrict__ draws, int64_t* __restrict__ tokens, float* __restrict__ logprobs) {
+  __shared__ float segment_sum[kSampleThreads / kWarp];
+  const int64_t row = blockIdx.x;
+  const T* x = logits + row * stride;
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, warps = blockDim.x / kWarp;
+  const int64_t length = (V + warps - 1) / warps;
+  const int64_t begin = std::min<int64_t>(V, warp * length), end = std::min<int64_t>(V, begin + length);
+  // logits / temperature as LibTorch's CUDA division by a scalar computes it:
+  // times the scalar's float reciprocal.
+  auto scaled = [&](int64_t i) { return math::mul_rn(static_cast<float>(x[i]), inverse_temperature); };
+  float m = -INFINITY;
+  for (int64_t i = begin + lane; i < end; i += kWarp) m = fmaxf(m, scaled(i));
+  m = block_reduce(m, Max{}, -INFINITY);
+  float sum = 0.0f;
+  for (int64_t i = begin + lane; i < end; i += kWarp) sum += expf(scaled(i) - m);
+  for (int o = kWarp / 2; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  if (lane == 0) segment_sum[warp] = sum;
+  __syncthreads();
+  float total = 0.0f;
+  for (int w = 0; w < warps; ++w) total += segment_sum[w];
+  const float target = draws[row] * total;
+  float before = 0.0f;
+  int crossing = -1;
+  for (int w = 0; w < warps && crossing < 0; ++w) {
+    if (before + segment_sum[w] > target) crossing = w;
+    else before += segment_sum[w];
+  }
+  const float log_total = logf(total);
+  if (crossing < 0) {  // u * total at or past the total (rounding): the last id, as searchsorted's clamp gives
+    if (threadIdx.x == 0) {
+      tokens[row] = V - 1;
+      logprobs[row] = scaled(V - 1) - m - log_total;
+    }
+    return;
+  }
+  if (warp != crossing) return;
+  float running = before;
+  int64_t last_nonzero = end - 1;
+  for (int64_t base = begin; base < end; base += kWarp) {
+    const int64_t i = base + lane;
+    const float e = i < end ? expf(scaled(i) - m) : 0.0f;
+    const unsigned nonzero = __ballot_sync(0xffffffffu, e > 0.0f);
+    if (nonzero != 0) last_nonzero = base + (kWarp - 1 - __clz(nonzero));
+    float inclusive = e;
+    for (int o = 1; o < kWarp; o <<= 1) {
+      const float up = __shfl_up_sync(0xffffffffu, inclusive, o);
+      if (lane >= o) inclusive += up;
+    }
+    const unsigned passed = __ballot_sync(0xffffffffu, i < end && running + inclusive > target);
+    if (passed != 0) {
+      if (lane == __ffs(passed) - 1) {
+        tokens[row] = i;
+        logprobs[row] = scaled(i) - m - log_total;
+      }
+      return;
+    }
+    running += __shfl_sync(0xffffffffu, inclusive, kWarp - 1);
+  }
+  // The scan's sums fell short of the segment's by rounding: its last id of
+  // nonzero probability.
+  if (lane == 0) {
+    tokens[row] = last_nonzero;
+    logprobs[row] = scaled(last_nonzero) - m - log_total;
+  }
+}
+
+__global__ void record_step_kernel(const int64_t* __restrict__ sampled, const float* __restrict__ logprob,
+                                   const int64_t* __restrict__ budget, const int64_t* __restrict__ stop_ids,
+                                   bool* done, int64_t* generated, int64_t* positions, int64_t* tokens,
+                                   int64_t* out_ids, float* out_logprobs, math::StepBooks books, int64_t rows) {
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (r < rows)
+    math::record_step_row(r, sampled, logprob, budget, stop_ids, done, generated, positions, tokens, out_ids,
+                          out_logprobs, books);
+}
+
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> step_prelude(const at::Tensor& positions, const at::Tensor& inv_freq,
+                                                            int64_t span, at::ScalarType dtype) {
+  check_on_device_of(positions, {inv_freq}, "step_prelude");
+  TORCH_CHECK(positions.dim() == 1 && positions.is_contiguous() && positions.scalar_type() == at::kLong,
+              "step_prelude: positions must be [b] int64, got ", positions.sizes(), " ", positions.scalar_type());
+  TORCH_CHECK(inv_freq.dim() == 1 && inv_freq.is_contiguous() && inv_freq.scalar_type() == at::kFloat &&
+                  inv_freq.numel() > 0 && span > 0,
+              "step_prelude: inv_freq must be [D/2] float32 and span positive, got ", inv_freq.sizes(), " ",
+              inv_freq.scalar_type(), ", span ", span);
+  const int64_t b = positions.size(0), D = 2 * inv_freq.numel();
+  const at::TensorOptions options = positions.options().dtype(dtype);
+  at::Tensor cos = at::empty({b, 1, D}, options), sin = at::empty({b, 1, D}, options);
+  at::Tensor mask = at::empty({b, 1, 1, span}, options);
+  const int64_t n = b * (D + span);
+  if (n == 0) return {cos, sin, mask};
+  const c10::cuda::CUDAGuard guard(positions.device());
+  constexpr int kThreads = 256;
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, dtype, "grpo_step_prelude", [&] {
+    step_prelude_kernel<scalar_t><<<blocks_for(n, kThreads), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+        positions.const_data_ptr<int64_t>(), inv_freq.const_data_ptr<float>(), cos.mutable_data_ptr<scalar_t>(),
+        sin.mutable_data_ptr<scalar_t>(), mask.mutable_data_ptr<scalar_t>(), n, D, span);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+  return {cos, sin, mask};
+}
+
+std::pair<at::Tensor, at::Tensor> sample_rows(const at::Tensor& logits_in, double temperature, const at::Tensor& draws) {
+  TORCH_CHECK(logits_in.dim() == 2 && logits_in.size(1) > 0, "sample_rows: logits must be [B, V], got ",
+              logits_in.sizes());
+  const at::Tensor logits = logits_in.stride(1) == 1 ? logits_in : logits_in.contiguous();
+  const int64_t B = logits.size(0), V = logits.size(1);
+  TORCH_CHECK(draws.scalar_type() == at::kFloat && draws.numel() == B && draws.is_contiguous() &&
+                  draws.device() == logits.device(),
+              "sample_rows: draws must be [B] float32 on ", logits.device());
+  TORCH_CHECK(temperature > 0, "sample_rows: temperature must be positive");
+  at::Tensor tokens = at::empty({B}, logits.options().dtype(at::kLong)),
+             logprobs = at::empty({B}, logits.options().dtype(at::kFloat));
+  if (B == 0) return {tokens, logprobs};
+  TORCH_CHECK(B <= INT32_MAX, "sample_rows: ", B, " rows are more than one launch takes");
+  const c10::cuda::CUDAGuard guard(logits.device());
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, logits.scalar_type(), "grpo_sample_rows", [&] {
+    sample_kernel<scalar_t><<<static_cast<unsigned int>(B), kSampleThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+        logits.const_data_ptr<scalar_t>(), logits.stride(0), V, 1.0f / static_cast<float>(temperature),
+        draws.const_data_ptr<float>(), tokens.mutable_data_ptr<int64_t>(), logprobs.mutable_data_ptr<float>());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+  return {tokens, logprobs};
+}
+
+void record_step(const at::Tensor& sampled_in, const at::Tensor& logprobs_in, const at::Tensor& budget,
+                 const at::Tensor& stop_ids, const at::Tensor& done, const at::Tensor& generated,
+                 const at::Tensor& positions, const at::Tensor& tokens, const at::Tensor& out_ids,
+                 const at::Tensor& out_logprobs) {
+  const int64_t b = done.numel();
+  const at::Tensor sampled = sampled_in.contiguous(), logprobs = logprobs_in.contiguous();
+  const at::Device device = done.device();
+  for (const at::Tensor* t : {&sampled, &logprobs, &budget, &done, &generated, &positions, &tokens})
+    TORCH_CHECK(t->dim() == 1 && t->size(0) == b && t->is_contiguous() && t->device() == device,
+                "record_step: every per-row tensor must be [", b, "] and contiguous on ", device, ", got ", t->sizes());
+  for (const at::Tensor* t : {&stop_ids, &out_ids, &out_logprobs})
+    TORCH_CHECK(t->dim() == 2 && t->size(0) == b && t->size(1) > 0 && t->stride(1) == 1 && t->device() == device,
+                "record_step: stop ids and the record must be [", b, ", n] with rows contiguous, got ", t->sizes());
+  TORCH_CHECK(sampled.scalar_type() == at::kLong && budget.scalar_type() == at::kLong &&
+                  generated.scalar_type() == at::kLong && positions.scalar_type() == at::kLong &&
+                  tokens.scalar_type() == at::kLong && stop_ids.scalar_type() == at::kLong &&
+                  out_ids.scalar_type() == at::kLong && logprobs.scalar_type() == at::kFloat &&
+                  out_logprobs.scalar_type() == at::kFloat && done.scalar_type() == at::kBool &&
+                  out_ids.sizes() == out_logprobs.sizes() && out_ids.stride(0) == out_logprobs.stride(0),
+              "record_step: ids, counts and positions int64, log-probabilities float32, done bool");
+  if (b == 0) return;
+  const math::StepBooks books{out_ids.size(1), out_ids.stride(0), stop_ids.size(1), stop_ids.stride(0)};
+  const c10::cuda::CUDAGuard guard(device);
+  constexpr int kThreads = 128;
+  record_step_kernel<<<static_cast<unsigned int>((b + kThreads - 1) / kThreads), kThreads, 0,
+                       at::cuda::getCurrentCUDAStream()>>>(
+      sampled.const_data_ptr<int64_t>(), logprobs.const_data_ptr<float>(), budget.const_data_ptr<int64_t>(),
+      stop_ids.const_data_ptr<int64_t>(), done.mutable_data_ptr<bool>(), generated.mutable_data_ptr<int64_t>(),
+      positions.mutable_data_ptr<int64_t>(), tokens.mutable_data_ptr<int64_t>(), out_ids.mutable_data_ptr<int64_t>(),
+      out_logprobs.mutable_data_ptr<float>(), books, b);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+}  // namespace grpo::model::gpu
