@@ -14,10 +14,10 @@
 #include "rollout/replicas.h"
 #include "rollout/rollout_process.h"
 #include "rollout/weight_sender.h"
-#include "tokenizer/tokenizer.h"
 
 using grpo::rollout::replica_devices;
 using grpo::rollout::split_requests;
+using grpo::testing::engine_run;
 using grpo::testing::RolloutProcess;
 using nlohmann::json;
 namespace model = grpo::model;
@@ -28,18 +28,6 @@ using Runs = std::vector<std::pair<size_t, size_t>>;
 
 const std::vector<std::vector<int32_t>> kPrompts = {
     {104, 101, 108, 108, 111}, {60, 61, 62}, {40, 50, 41, 51}, {33, 34}, {90, 91, 92, 93, 94, 95}};
-
-// The in-process engine's completions, one seed for every prompt as a seeded call has.
-std::vector<model::Completion> engine_run(model::Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
-                                          int64_t n, uint64_t seed, int64_t max_tokens, int64_t top_k) {
-  static const int32_t eos = *grpo::tok::Tokenizer::from_dir(grpo::testing::tiny_model_dir()).eos_id();
-  std::vector<model::GenerateRequest> requests;
-  for (const auto& p : prompts) requests.push_back({p, n, seed, {eos}});
-  model::SamplingParams params;
-  params.top_k = top_k;
-  params.max_new_tokens = max_tokens;
-  return engine.generate(requests, params);
-}
 
 json generate_body(int n, double temperature, int max_tokens, uint64_t seed) {
   return json{{"prompts", kPrompts},       {"n", n}, {"temperature", temperature}, {"max_tokens", max_tokens},

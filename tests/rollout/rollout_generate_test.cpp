@@ -24,17 +24,11 @@ namespace {
 struct Reference {
   tok::Tokenizer tokenizer = tok::Tokenizer::from_dir(grpo::testing::tiny_model_dir());
   model::Engine engine{model::load_model(grpo::testing::tiny_model_dir()), &tokenizer};
-  std::vector<int32_t> eos() const { return {*tokenizer.eos_id()}; }
 
   // The in-process engine's completions for prompts sampled with `seed` (top_k = 1: greedy).
   std::vector<model::Completion> run(const std::vector<std::vector<int32_t>>& prompts, int64_t n, uint64_t seed,
                                      int64_t max_tokens, int64_t top_k = 1) {
-    std::vector<model::GenerateRequest> reqs;
-    for (const auto& p : prompts) reqs.push_back({p, n, seed, eos()});
-    model::SamplingParams params;
-    params.top_k = top_k;
-    params.max_new_tokens = max_tokens;
-    return engine.generate(reqs, params);
+    return grpo::testing::engine_run(engine, prompts, n, seed, max_tokens, top_k);
   }
 };
 

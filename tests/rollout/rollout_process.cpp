@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "cli/cli_util.h"
+#include "tokenizer/tokenizer.h"
 #include "plugin_paths.h"
 
 namespace grpo::testing {
@@ -197,6 +198,17 @@ int send_raw(int port, const std::string& request) {
 int send_post(int port, const std::string& path, const std::string& body) {
   return send_raw(port, "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+}
+
+std::vector<model::Completion> engine_run(model::Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
+                                          int64_t n, uint64_t seed, int64_t max_tokens, int64_t top_k) {
+  static const int32_t eos = *tok::Tokenizer::from_dir(tiny_model_dir()).eos_id();
+  std::vector<model::GenerateRequest> requests;
+  for (const auto& p : prompts) requests.push_back({p, n, seed, {eos}});
+  model::SamplingParams params;
+  params.top_k = top_k;
+  params.max_new_tokens = max_tokens;
+  return engine.generate(requests, params);
 }
 
 }  // namespace grpo::testing

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/engine.h"
+
 namespace grpo::testing {
 
 struct HttpReply {
@@ -68,5 +70,11 @@ int send_post(int port, const std::string& path, const std::string& body);
 
 // A tiny Qwen2 model with a ChatML tokenizer, created once per test binary.
 const std::string& tiny_model_dir();
+
+// What a server's engine gives for a seeded request: `engine`'s completions
+// of `prompts`, n each, sampled with `seed` and top_k (1: greedy), stopping
+// at tiny_model_dir()'s eos id — the oracle the servers' outputs meet.
+std::vector<model::Completion> engine_run(model::Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
+                                          int64_t n, uint64_t seed, int64_t max_tokens, int64_t top_k = 1);
 
 }  // namespace grpo::testing

@@ -20,7 +20,6 @@
 #include "rollout/rollout_process.h"
 #include "rollout/comm_group.h"
 #include "rollout/weight_sender.h"
-#include "tokenizer/tokenizer.h"
 
 using grpo::rollout::NamedTensors;
 using grpo::rollout::TransferError;
@@ -38,11 +37,7 @@ json greedy_body() { return json{{"prompts", {kPrompt}}, {"temperature", 0.0}, {
 
 // Greedy as the server runs it: stopping at the tokenizer's eos.
 std::vector<int32_t> greedy(model::Engine& engine) {
-  static const int32_t eos = *grpo::tok::Tokenizer::from_dir(grpo::testing::tiny_model_dir()).eos_id();
-  model::SamplingParams params;
-  params.top_k = 1;
-  params.max_new_tokens = kMaxTokens;
-  return engine.generate({{kPrompt, 1, 0, {eos}}}, params)[0].ids;
+  return grpo::testing::engine_run(engine, {kPrompt}, 1, 0, kMaxTokens)[0].ids;
 }
 
 // The model's parameters perturbed with seeded noise, optionally rounded
