@@ -1,8 +1,8 @@
-// What the fused CUDA kernels (cuda_kernels.cu) compute for one element, as
-// functions the host compiles too: the CPU's tests run them over whole
-// tensors against LibTorch's ops, so the indexing and the rounding are
-// checked on machines without a GPU; only the launches and block sums are
-// left to the GPU's tests.
+// What the fused CUDA kernels (cuda_kernels.cu, cuda_step_kernels.cu)
+// compute for one element, as functions the host compiles too: the CPU's
+// tests run them over whole tensors against LibTorch's ops, so the indexing
+// and the rounding are checked on machines without a GPU; only the launches
+// and block sums are left to the GPU's tests.
 #pragma once
 
 #include <ATen/core/Tensor.h>

@@ -66,7 +66,8 @@ void rope_into_slots(const at::Tensor& k, const at::Tensor& v, const at::Tensor&
 // rotary frequencies inv_freq [D/2] (float32, on the device): cos and sin
 // [b, 1, D] and the additive mask [b, 1, 1, span] in `dtype`, each to the bit
 // of what rope_cos_sin and the model's additive mask give — one kernel
-// instead of about a dozen.
+// instead of about a dozen. (The bits of cos and sin rest on our nvcc's
+// cosf/sinf being those LibTorch's CUDA build calls: the GPU's tests check.)
 std::tuple<at::Tensor, at::Tensor, at::Tensor> step_prelude(const at::Tensor& positions, const at::Tensor& inv_freq,
                                                             int64_t span, at::ScalarType dtype);
 

@@ -151,8 +151,29 @@ AdaptersDisabled::~AdaptersDisabled() {
 }
 
 std::map<std::string, at::Tensor> merged_weight_buffers(CausalLMImpl& model) {
+  std::map<const ProjImpl*, std::string> adapted;
+  for (auto& [name, proj] : projections(model, true)) adapted.emplace(proj.get(), name + ".weight");
   std::map<std::string, at::Tensor> out;
-  for (auto& [name, proj] : projections(model, true)) out.emplace(name + ".weight", at::empty_like(proj->weight));
+  // A group whose every projection is adapted (all-linear LoRA) gets its
+  // buffers side by side, as the packed weights lie (packed_proj.h): a
+  // sampler reading the merged weights multiplies by them in one product.
+  for (const ProjGroup& group : model.projection_groups()) {
+    int64_t rows = 0;
+    bool all = true;
+    for (const ProjImpl* p : group) {
+      all = all && adapted.count(p) > 0;
+      rows += p->out_features();
+    }
+    if (!all) continue;
+    const at::Tensor buffer = at::empty({rows, group.front()->in_features()}, group.front()->weight.options());
+    int64_t offset = 0;
+    for (const ProjImpl* p : group) {
+      out.emplace(adapted.at(p), buffer.narrow(0, offset, p->out_features()));
+      offset += p->out_features();
+    }
+  }
+  for (auto& [proj, name] : adapted)
+    if (!out.count(name)) out.emplace(name, at::empty_like(proj->weight));
   return out;
 }
 

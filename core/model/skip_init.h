@@ -26,7 +26,8 @@ bool init_skipped();  // whether a SkipInit lives on this thread
 
 // Every parameter of `module` replaced by uninitialised memory of `dtype` on
 // `device` (nothing copied: host memory of a model built under SkipInit was
-// never touched), its buffers moved to `device` in their own dtype.
+// never touched) unless it is there already, its buffers moved to `device`
+// in their own dtype.
 void empty_on(torch::nn::Module& module, const at::Device& device, at::ScalarType dtype);
 
 }  // namespace grpo::model

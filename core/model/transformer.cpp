@@ -56,7 +56,9 @@ at::Tensor AttentionImpl::forward(const at::Tensor& x, const at::Tensor& cos, co
                                   const at::Tensor& mask, LayerKv* cache, size_t layer) {
   const int64_t B = x.size(0), T = x.size(1), q_width = heads_ * head_dim_, kv_width = kv_heads_ * head_dim_;
   at::Tensor q, k, v;
-  if (at::Tensor qkv = packed_forward({q_proj.get(), k_proj.get(), v_proj.get()}, x); qkv.defined()) {
+  at::Tensor qkv;  // not with q/k norms: they would copy the strided q and k back out
+  if (!q_norm) qkv = packed_forward({q_proj.get(), k_proj.get(), v_proj.get()}, x);
+  if (qkv.defined()) {
     q = qkv.narrow(-1, 0, q_width);  // views: the kernels below read them in place
     k = qkv.narrow(-1, q_width, kv_width);
     v = qkv.narrow(-1, q_width + kv_width, kv_width);
@@ -162,46 +164,53 @@ CausalLMImpl::CausalLMImpl(ModelConfig config) : config_(std::move(config)) {
   inv_freq_ = register_buffer("inv_freq", rope_inv_freq(config_));
 }
 
-// Module::to gives each parameter storage of its own; a model that was
+// Module::to gives each parameter memory of its own; a model that was
 // packed is packed again (one that was not, say a sampler reading another
-// model's tensors, is left so).
+// model's tensors, is left so). Its copies are blocking then: the packing
+// reads them next.
 void CausalLMImpl::to(torch::Device device, torch::Dtype dtype, bool non_blocking) {
   const bool packed = projections_packed();
-  torch::nn::Module::to(device, dtype, non_blocking);
+  torch::nn::Module::to(device, dtype, non_blocking && !packed);
   inv_freq_.set_data(rope_inv_freq(config_).to(device));
   if (packed) pack_projections();
 }
 
 void CausalLMImpl::to(torch::Dtype dtype, bool non_blocking) {
   const bool packed = projections_packed();
-  torch::nn::Module::to(dtype, non_blocking);
+  torch::nn::Module::to(dtype, non_blocking && !packed);
   inv_freq_.set_data(rope_inv_freq(config_).to(inv_freq_.device()));
   if (packed) pack_projections();
 }
 
 void CausalLMImpl::to(torch::Device device, bool non_blocking) {
   const bool packed = projections_packed();
-  torch::nn::Module::to(device, non_blocking);
+  torch::nn::Module::to(device, non_blocking && !packed);
   if (packed) pack_projections();
 }
 
-void CausalLMImpl::pack_projections(bool keep_values) {
+std::vector<ProjGroup> CausalLMImpl::projection_groups() {
+  std::vector<ProjGroup> groups;
   for (size_t i = 0; i < model->layers->size(); ++i) {
     auto layer = model->layers->ptr<DecoderLayerImpl>(i);
     AttentionImpl& a = *layer->self_attn;
-    pack({a.q_proj.get(), a.k_proj.get(), a.v_proj.get()}, keep_values);
-    pack({layer->mlp->gate_proj.get(), layer->mlp->up_proj.get()}, keep_values);
+    if (!a.q_norm) groups.push_back({a.q_proj.get(), a.k_proj.get(), a.v_proj.get()});
+    groups.push_back({layer->mlp->gate_proj.get(), layer->mlp->up_proj.get()});
   }
+  return groups;
+}
+
+void CausalLMImpl::pack_projections() {
+  for (const ProjGroup& g : projection_groups()) pack(g, g.front()->weight.options(), /*keep_values=*/true);
+}
+
+void CausalLMImpl::pack_projections_empty(const at::Device& device, at::ScalarType dtype) {
+  for (const ProjGroup& g : projection_groups())
+    pack(g, at::TensorOptions().device(device).dtype(dtype), /*keep_values=*/false);
 }
 
 bool CausalLMImpl::projections_packed() {
-  for (size_t i = 0; i < model->layers->size(); ++i) {
-    auto layer = model->layers->ptr<DecoderLayerImpl>(i);
-    AttentionImpl& a = *layer->self_attn;
-    if (!packed({a.q_proj.get(), a.k_proj.get(), a.v_proj.get()}) ||
-        !packed({layer->mlp->gate_proj.get(), layer->mlp->up_proj.get()}))
-      return false;
-  }
+  for (const ProjGroup& g : projection_groups())
+    if (!packed(g)) return false;
   return true;
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <utility>
+#include <vector>
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
@@ -15,6 +16,7 @@
 
 #include "model/kv_cache.h"
 #include "model/model_config.h"
+#include "model/packed_proj.h"
 #include "model/proj.h"
 #include "model/slot_cache.h"
 
@@ -126,11 +128,17 @@ class CausalLMImpl : public torch::nn::Module {
   void to(torch::Dtype dtype, bool non_blocking = false) override;
   void to(torch::Device device, bool non_blocking = false) override;
 
-  // Lays every layer's q/k/v and gate/up weights out as one matrix each
-  // (model/packed_proj.h), so sampling runs one product for each group.
-  // keep_values: false for a model about to be loaded. The loaders do it.
-  void pack_projections(bool keep_values = true);
-  // Whether every layer's groups are packed.
+  // Each layer's projections of one input that sampling multiplies by in one
+  // product (model/packed_proj.h): q/k/v (not where q/k norms follow them)
+  // and gate/up.
+  std::vector<ProjGroup> projection_groups();
+  // Lays each group's weights out as one matrix, values kept. The loaders
+  // do it; a model aliasing another's tensors gets memory of its own by it.
+  void pack_projections();
+  // The same with uninitialised memory on `device` in `dtype`, for a model
+  // whose weights are loaded next (build_empty).
+  void pack_projections_empty(const at::Device& device, at::ScalarType dtype);
+  // Whether every group is packed.
   bool projections_packed();
 
   Decoder model{nullptr};

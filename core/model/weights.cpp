@@ -114,8 +114,8 @@ CausalLM build_empty(const ModelConfig& config, const at::Device& device, at::Sc
     SkipInit skip;
     return CausalLM(config);
   }();
+  model->pack_projections_empty(device, dtype);  // first, so no weight is allocated twice on the device
   empty_on(*model, device, dtype);
-  model->pack_projections(/*keep_values=*/false);
   return model;
 }
 

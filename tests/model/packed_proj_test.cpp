@@ -7,6 +7,8 @@
 #include <torch/types.h>
 #include <torch/utils.h>
 
+#include <ATen/DLConvertor.h>
+
 #include <filesystem>
 #include <string>
 
@@ -89,7 +91,11 @@ TEST(PackedProjections, OneProductGivesEachProjectionsColumnsOnlyWhereSamplingRe
 
 TEST(PackedProjections, DecodingGivesTheLogitsAndGreedyIdsOfTheModelUnpacked) {
   CausalLM lm = load_model(kDir), own = unpacked();
-  EXPECT_LT(max_difference(decoded_logits(lm), decoded_logits(own)), 1e-5);
+  const int64_t before = packed_forward_count();
+  const at::Tensor got = decoded_logits(lm);
+  EXPECT_EQ(packed_forward_count() - before, 2 * 2 * 2) << "2 forwards, 2 layers, 2 groups each";
+  EXPECT_LT(max_difference(got, decoded_logits(own)), 1e-5);
+  EXPECT_EQ(packed_forward_count() - before, 8) << "the unpacked model runs its products one by one";
   SamplingParams p;
   p.max_new_tokens = 12;
   p.top_k = 1;
@@ -124,7 +130,63 @@ TEST(PackedProjections, LoraTermsLandInTheirOwnProjectionsColumns) {
     EXPECT_LT(max_difference(both, at::cat({m.gate_proj(x), m.up_proj(x)}, -1)), 1e-6) << "adapters on: " << enabled;
   }
   const at::Tensor base = at::linear(x, m.up_proj->weight);
-  EXPECT_LT(max_difference(packed_forward({m.gate_proj.get(), m.up_proj.get()}, x).narrow(-1, 128, 128), base), 1e-6);
+  const int64_t width = m.up_proj->out_features();
+  EXPECT_LT(max_difference(packed_forward({m.gate_proj.get(), m.up_proj.get()}, x).narrow(-1, width, width), base),
+            1e-6);
+}
+
+// merged_weight_buffers (what a LoRA run hands its sampler) lays a group's
+// merged weights side by side: the sampler's products are packed too.
+TEST(PackedProjections, MergedLoraWeightsOfAGroupLieSideBySide) {
+  CausalLM lm = load_model(kDir);
+  LoraOptions o;
+  o.dropout = 0;
+  apply_lora(*lm, o);
+  auto merged = merged_weight_buffers(*lm);
+  merge_lora_into(*lm, merged);
+  CausalLM sampler = load_model(kDir);
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& item : sampler->named_parameters())
+      if (auto it = merged.find(item.key()); it != merged.end()) item.value().set_data(it->second);
+  }
+  EXPECT_TRUE(sampler->projections_packed());
+  // Adapters on q and v only: k's weight is the base's, q's and v's buffers stand alone.
+  CausalLM partial = load_model(kDir);
+  o.target_modules = {"q_proj", "v_proj"};
+  apply_lora(*partial, o);
+  auto apart = merged_weight_buffers(*partial);
+  EXPECT_EQ(apart.size(), 4u);
+  EXPECT_EQ(apart.count("model.layers.0.self_attn.k_proj.weight"), 0u);
+}
+
+// A sampler aliasing the trainer's tensors gets each as a tensor of its own
+// over the same memory (DLPack): packed all the same, and reading the
+// trainer's updates through its one product.
+TEST(PackedProjections, AModelAliasingAPackedModelsTensorsIsPackedAndSeesItsUpdates) {
+  CausalLM trainer = load_model(kDir), sampler = build_empty(trainer->config(), at::kCPU, at::kFloat);
+  {
+    torch::NoGradGuard no_grad;
+    auto given = trainer->named_parameters();
+    for (auto& item : sampler->named_parameters()) {
+      const at::Tensor alias = at::fromDLPack(at::toDLPack(given[item.key()].detach()));
+      EXPECT_FALSE(alias.is_alias_of(given[item.key()])) << "a storage of its own";
+      item.value().set_data(alias);
+    }
+  }
+  EXPECT_TRUE(sampler->projections_packed());
+  sampler->pack_projections();  // nothing to do: the aliasing stays
+  EXPECT_EQ(attention(sampler, 0).q_proj->weight.data_ptr(), attention(trainer, 0).q_proj->weight.data_ptr());
+  {
+    torch::NoGradGuard no_grad;
+    attention(trainer, 1).v_proj->weight.add_(0.5);
+  }
+  const int64_t before = packed_forward_count();
+  const at::Tensor got = decoded_logits(sampler);
+  EXPECT_GT(packed_forward_count(), before);
+  EXPECT_LT(max_difference(got, decoded_logits(trainer)), 1e-6);
+  CausalLM original = unpacked();
+  EXPECT_GT(max_difference(got, decoded_logits(original)), 1e-3) << "the update must show";
 }
 
 // Gradients are the unpacked model's to the bit (training runs the

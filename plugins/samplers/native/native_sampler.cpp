@@ -194,8 +194,8 @@ void fill_awaited(NativeSampler& s, const grpo_named_tensor* tensors, size_t n, 
                         std::to_string(a.given.size()) + " of " + std::to_string(params.size()) +
                         " parameters were): with load_format 'trainer' every parameter must be");
   for (at::Tensor& b : a.lm->buffers()) b.set_data(b.to(a.device));  // RoPE's frequencies, float32 as they are
-  // Copies of its own are packed as a loaded model's are; the trainer's tensors are read where they are (packed
-  // when the trainer's are), never moved: the sampler would stop seeing the trainer's updates.
+  // Copies of its own are packed as a loaded model's are. The trainer's tensors are read where they are, never
+  // moved (the sampler would stop seeing the trainer's updates): packed where the trainer's lie side by side.
   if (!a.aliased) a.lm->pack_projections();
   s.engine = std::make_unique<grpo::model::Engine>(a.lm, s.tokenizer.get(), s.options);  // warms up with these weights
   s.host.info("native sampler ready: " + s.dir + " on " + a.device.str() + ", with the trainer's weights");
