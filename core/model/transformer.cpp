@@ -1,6 +1,7 @@
 #include "model/transformer.h"
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <tuple>
@@ -164,28 +165,37 @@ CausalLMImpl::CausalLMImpl(ModelConfig config) : config_(std::move(config)) {
   inv_freq_ = register_buffer("inv_freq", rope_inv_freq(config_));
 }
 
+namespace {
+
 // Module::to gives each parameter memory of its own; a model that was
 // packed is packed again (one that was not, say a sampler reading another
 // model's tensors, is left so). Its copies are blocking then: the packing
-// reads them next.
+// reads them next. move(non_blocking) runs the move.
+void move_keeping_packing(CausalLMImpl& model, bool non_blocking, const std::function<void(bool)>& move) {
+  const bool packed = model.projections_packed();
+  move(non_blocking && !packed);
+  if (packed) model.pack_projections();
+}
+
+}  // namespace
+
 void CausalLMImpl::to(torch::Device device, torch::Dtype dtype, bool non_blocking) {
-  const bool packed = projections_packed();
-  torch::nn::Module::to(device, dtype, non_blocking && !packed);
-  inv_freq_.set_data(rope_inv_freq(config_).to(device));
-  if (packed) pack_projections();
+  move_keeping_packing(*this, non_blocking, [&](bool non_blocking_now) {
+    torch::nn::Module::to(device, dtype, non_blocking_now);
+    inv_freq_.set_data(rope_inv_freq(config_).to(device));
+  });
 }
 
 void CausalLMImpl::to(torch::Dtype dtype, bool non_blocking) {
-  const bool packed = projections_packed();
-  torch::nn::Module::to(dtype, non_blocking && !packed);
-  inv_freq_.set_data(rope_inv_freq(config_).to(inv_freq_.device()));
-  if (packed) pack_projections();
+  move_keeping_packing(*this, non_blocking, [&](bool non_blocking_now) {
+    torch::nn::Module::to(dtype, non_blocking_now);
+    inv_freq_.set_data(rope_inv_freq(config_).to(inv_freq_.device()));
+  });
 }
 
 void CausalLMImpl::to(torch::Device device, bool non_blocking) {
-  const bool packed = projections_packed();
-  torch::nn::Module::to(device, non_blocking && !packed);
-  if (packed) pack_projections();
+  move_keeping_packing(*this, non_blocking,
+                       [&](bool non_blocking_now) { torch::nn::Module::to(device, non_blocking_now); });
 }
 
 std::vector<ProjGroup> CausalLMImpl::projection_groups() {
