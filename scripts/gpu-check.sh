@@ -128,7 +128,7 @@ if [ "$PART" = 1 ]; then
   # Fused kernels that disagree with LibTorch's ops would spoil every later
   # figure: then the later phases (and part 2) decode without them, and say so.
   # (ctest lists each test that failed, crashed or timed out as "  N - NAME (WHY)".)
-  if grep -qE "^[[:space:]]*[0-9]+ - GpuKernels[.]" "$OUT/ctest-gpu.log"; then
+  if grep -qE "^[[:space:]]*[0-9]+ - Gpu(Kernels|Attention)[.]" "$OUT/ctest-gpu.log"; then
     touch "$BUILD_DIR/fused-kernels-failed"
     export GRPO_FUSED_KERNELS=0
     note "the fused CUDA kernels failed their tests (ctest-gpu.log): what follows decodes on LibTorch's ops"

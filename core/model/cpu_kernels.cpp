@@ -74,23 +74,24 @@ GRPO_VECTOR_CLONES void rope_rows(const T* x, const int64_t* xs, const T* cos, c
   }
 }
 
-struct AttentionArgs {
-  int64_t H, R, S, D;
-  const int64_t *qs, *ks, *vs;  // strides of q, k, v
-  const float* mask;            // [B, R, S]
+struct SlotAttentionArgs {
+  int64_t kv_heads, rep, D;
+  const int64_t *qs, *ks;  // strides of q [b, Hq, 1, D] and of the caches [b, H_kv, capacity, D] (values' alike)
+  const int64_t* keys;     // [b] keys of each row
   float scale;
 };
 
-// The KV cache is larger than the caches and each (batch, head) reads its own
-// block: asking for the next block while this one computes hides the memory
-// latency that otherwise dominates.
+// The KV cache is larger than the caches and each (row, kv head) reads its
+// own block: asking for the next block while this one computes hides the
+// memory latency that otherwise dominates.
 template <class T>
-void prefetch_block(const T* k, const T* v, const AttentionArgs& a, int64_t bh) {
-  const int64_t b = bh / a.H, h = bh % a.H, row_bytes = a.D * static_cast<int64_t>(sizeof(T));
-  for (int64_t s = 0; s < a.S; ++s)
+void prefetch_block(const T* k, const T* v, const SlotAttentionArgs& a, int64_t pair) {
+  const int64_t b = pair / a.kv_heads, h = pair % a.kv_heads, row_bytes = a.D * static_cast<int64_t>(sizeof(T));
+  for (int64_t s = 0; s < a.keys[b]; ++s)
     for (int64_t line = 0; line < row_bytes; line += 64) {  // a cache line is 64 bytes
-      __builtin_prefetch(reinterpret_cast<const char*>(k + b * a.ks[0] + h * a.ks[1] + s * a.ks[2]) + line);
-      __builtin_prefetch(reinterpret_cast<const char*>(v + b * a.vs[0] + h * a.vs[1] + s * a.vs[2]) + line);
+      const int64_t at = b * a.ks[0] + h * a.ks[1] + s * a.ks[2];
+      __builtin_prefetch(reinterpret_cast<const char*>(k + at) + line);
+      __builtin_prefetch(reinterpret_cast<const char*>(v + at) + line);
     }
 }
 
@@ -141,21 +142,23 @@ inline void weighted_sum(const float* p, const T* v, int64_t v_stride, int64_t S
   for (int64_t j = 0; j < n; ++j) out[j] = part[j] * scale;
 }
 
+// (row, kv head) pairs [begin, end): each pair's rep query heads over the
+// row's keys, into out [b, Hq D].
 template <class T>
-GRPO_VECTOR_CLONES void attend_pairs(const T* q, const T* k, const T* v, T* out, const AttentionArgs& a,
+GRPO_VECTOR_CLONES void attend_pairs(const T* q, const T* k, const T* v, T* out, const SlotAttentionArgs& a,
                                      int64_t begin, int64_t end) {
-  const int64_t H = a.H, R = a.R, S = a.S, D = a.D;
-  std::vector<float> qf(R * D), scores(S), acc(R * D);  // one query row's scores at a time
-  for (int64_t bh = begin; bh < end; ++bh) {
-    const int64_t b = bh / H, h = bh % H;
-    if (bh + 1 < end) prefetch_block(k, v, a, bh + 1);
+  const int64_t rep = a.rep, D = a.D;
+  std::vector<float> qf(D), scores, acc(rep * D);  // one query row's scores at a time
+  for (int64_t pair = begin; pair < end; ++pair) {
+    const int64_t b = pair / a.kv_heads, h = pair % a.kv_heads, S = a.keys[b];
+    if (pair + 1 < end) prefetch_block(k, v, a, pair + 1);
     const T* kb = k + b * a.ks[0] + h * a.ks[1];
-    const T* vb = v + b * a.vs[0] + h * a.vs[1];
-    for (int64_t r = 0; r < R; ++r) load(q + b * a.qs[0] + h * a.qs[1] + r * a.qs[2], qf.data() + r * D, D);
-    for (int64_t r = 0; r < R; ++r) {
+    const T* vb = v + b * a.ks[0] + h * a.ks[1];
+    scores.resize(S);
+    for (int64_t r = 0; r < rep; ++r) {
+      load(q + b * a.qs[0] + (h * rep + r) * a.qs[1], qf.data(), D);
       float* sr = scores.data();
-      const float* m = a.mask + (b * R + r) * S;
-      for (int64_t s = 0; s < S; ++s) sr[s] = dot(qf.data() + r * D, kb + s * a.ks[2], D) * a.scale + m[s];
+      for (int64_t s = 0; s < S; ++s) sr[s] = dot(qf.data(), kb + s * a.ks[2], D) * a.scale;
       float max = -INFINITY;
 #pragma omp simd reduction(max : max)
       for (int64_t s = 0; s < S; ++s) max = std::max(max, sr[s]);
@@ -163,9 +166,9 @@ GRPO_VECTOR_CLONES void attend_pairs(const T* q, const T* k, const T* v, T* out,
 #pragma omp simd reduction(+ : sum)
       for (int64_t s = 0; s < S; ++s) sum += sr[s] = detail::exp(sr[s] - max);
       for (int64_t i = 0; i < D; i += kChunk)
-        weighted_sum(sr, vb + i, a.vs[2], S, std::min(kChunk, D - i), 1.0f / sum, acc.data() + r * D + i);
+        weighted_sum(sr, vb + i, a.ks[2], S, std::min(kChunk, D - i), 1.0f / sum, acc.data() + r * D + i);
     }
-    store(acc.data(), out + bh * R * D, R * D);
+    store(acc.data(), out + pair * rep * D, rep * D);
   }
 }
 
@@ -240,28 +243,29 @@ at::Tensor rope(const at::Tensor& x_in, const at::Tensor& cos_in, const at::Tens
   return out;
 }
 
-at::Tensor decode_attention(const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in,
-                            const at::Tensor& mask_in, double scale) {
-  at::Tensor q = last_dim_contiguous(q_in), k = last_dim_contiguous(k_in), v = last_dim_contiguous(v_in);
-  TORCH_CHECK(q.dim() == 4 && k.sizes() == v.sizes() && k.size(0) == q.size(0) && k.size(1) == q.size(1) &&
-                  k.size(3) == q.size(3) && k.scalar_type() == q.scalar_type() && v.scalar_type() == q.scalar_type(),
-              "decode_attention: q ", q.sizes(), ", k ", k.sizes(), ", v ", v.sizes(), " do not fit");
-  const int64_t B = q.size(0), H = q.size(1), R = q.size(2), S = k.size(2), D = q.size(3);
-  at::Tensor mask = mask_in.to(at::kFloat).expand({B, 1, R, S}).contiguous();
-  at::Tensor out = at::empty(q.sizes(), q.options().memory_format(at::MemoryFormat::Contiguous));
-  const AttentionArgs args{H,
-                           R,
-                           S,
-                           D,
-                           q.strides().data(),
-                           k.strides().data(),
-                           v.strides().data(),
-                           mask.data_ptr<float>(),
-                           static_cast<float>(scale)};
-  dispatch(q.scalar_type(), "decode_attention", [&](auto tag) {
+at::Tensor slot_attention(const at::Tensor& q_in, const at::Tensor& keys, const at::Tensor& values,
+                          const at::Tensor& positions_in, int64_t span, double scale) {
+  const at::Tensor q = last_dim_contiguous(q_in);
+  TORCH_CHECK(q.dim() == 4 && q.size(2) == 1 && keys.dim() == 4 && keys.size(0) == q.size(0) &&
+                  keys.size(3) == q.size(3) && keys.stride(3) == 1 && q.size(1) % keys.size(1) == 0 &&
+                  values.sizes() == keys.sizes() && values.strides() == keys.strides() &&
+                  keys.scalar_type() == q.scalar_type() && values.scalar_type() == q.scalar_type(),
+              "slot_attention: q ", q.sizes(), " and caches ", keys.sizes(), " / ", values.sizes(), " do not fit");
+  TORCH_CHECK(span >= 1 && span <= keys.size(2), "slot_attention: a span of ", span, " in ", keys.size(2),
+              " positions");
+  const int64_t b = q.size(0), heads = q.size(1), kv_heads = keys.size(1), D = q.size(3);
+  const at::Tensor positions = positions_in.to(at::kLong).contiguous();
+  TORCH_CHECK(positions.numel() == b, "slot_attention: ", positions.numel(), " positions for ", b, " rows");
+  std::vector<int64_t> key_counts(b);
+  for (int64_t i = 0; i < b; ++i)
+    key_counts[i] = std::clamp<int64_t>(positions.data_ptr<int64_t>()[i] + 1, 1, span);
+  at::Tensor out = at::empty({b, 1, heads * D}, q.options().memory_format(at::MemoryFormat::Contiguous));
+  const SlotAttentionArgs args{kv_heads, heads / kv_heads, D, q.strides().data(), keys.strides().data(),
+                               key_counts.data(), static_cast<float>(scale)};
+  dispatch(q.scalar_type(), "slot_attention", [&](auto tag) {
     using T = decltype(tag);
-    at::parallel_for(0, B * H, 1, [&](int64_t begin, int64_t end) {
-      attend_pairs(q.data_ptr<T>(), k.data_ptr<T>(), v.data_ptr<T>(), out.data_ptr<T>(), args, begin, end);
+    at::parallel_for(0, b * kv_heads, 1, [&](int64_t begin, int64_t end) {
+      attend_pairs(q.data_ptr<T>(), keys.data_ptr<T>(), values.data_ptr<T>(), out.data_ptr<T>(), args, begin, end);
     });
   });
   return out;

@@ -33,12 +33,14 @@ at::Tensor silu_mul(const at::Tensor& gate, const at::Tensor& up);
 // is contiguous.
 at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
 
-// softmax(q k^T * scale + mask) v for few query rows: q [B, H, R, D],
-// k/v [B, H, S, D] with the last dim contiguous (a view of a KV cache),
-// mask additive and broadcastable to [B, 1, R, S]. Keys and values are read
-// once per (batch, head) for all R rows; scores and the weighted sum stay in
-// float32.
-at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,
-                            double scale);
+// A decoding step's attention over the slots (gpu::slot_attention's
+// counterpart): softmax(q k^T * scale) v for q [b, Hq, 1, D] over
+// keys/values [b, H_kv, capacity, D] (the first b slots, last dim
+// contiguous), row i over its keys 0..min(positions[i], span - 1), each kv
+// head serving its Hq / H_kv query heads; keys and values read once per
+// (row, kv head), only a row's own; scores and sums in float32. Returns
+// o_proj's input [b, 1, Hq D].
+at::Tensor slot_attention(const at::Tensor& q, const at::Tensor& keys, const at::Tensor& values,
+                          const at::Tensor& positions, int64_t span, double scale);
 
 }  // namespace grpo::model::cpu

@@ -23,6 +23,11 @@ class LayerKv {
   // rotate and write in one kernel does.
   virtual std::pair<at::Tensor, at::Tensor> rotate_and_append(size_t layer, const at::Tensor& k, const at::Tensor& v,
                                                               const at::Tensor& cos, const at::Tensor& sin);
+  // A cache that knows which of its keys each row sees without a mask (the
+  // decoding slots) may attend itself: softmax(q k^T * scale) v for this
+  // step's queries q [B, Hq, T, D] over `layer`'s keys, after append, as
+  // o_proj's input [B, T, Hq D]. Undefined: the caller attends with its mask.
+  virtual at::Tensor attend(size_t layer, const at::Tensor& q, double scale);
 };
 
 class KvCache : public LayerKv {

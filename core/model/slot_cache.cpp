@@ -4,8 +4,10 @@
 #include <stdexcept>
 #include <string>
 
+#include "model/cpu_kernels.h"
 #include "model/cuda_kernels.h"
 #include "model/rope.h"
+#include "model/slot_attention_math.h"
 
 namespace grpo::model {
 
@@ -14,6 +16,8 @@ SlotCache::SlotCache(const ModelConfig& config, int64_t slots, int64_t capacity,
   for (int64_t l = 0; l < config.num_hidden_layers; ++l)
     layers_.emplace_back(at::zeros({slots, config.num_key_value_heads, capacity, config.head_dim}, options),
                          at::zeros({slots, config.num_key_value_heads, capacity, config.head_dim}, options));
+  if (options.device().is_cuda())
+    attention_counters_ = at::zeros({slots * config.num_key_value_heads}, options.dtype(at::kInt));
 }
 
 int64_t SlotCache::bytes_per_position(const ModelConfig& config, at::ScalarType dtype) {
@@ -47,6 +51,17 @@ std::pair<at::Tensor, at::Tensor> SlotCache::rotate_and_append(size_t layer, con
   if (k.size(2) != 1 || !gpu::applies({k, v, cos, sin, keys})) return append(layer, apply_rope(k, cos, sin), v);
   gpu::rope_into_slots(k, v, cos, sin, positions_, keys, values);
   return {keys.narrow(2, 0, span_), values.narrow(2, 0, span_)};
+}
+
+at::Tensor SlotCache::attend(size_t layer, const at::Tensor& q, double scale) {
+  const int64_t b = q.size(0);
+  if (q.dim() != 4 || q.size(2) != 1) return {};
+  const at::Tensor keys = layers_.at(layer).first.narrow(0, 0, b), values = layers_[layer].second.narrow(0, 0, b);
+  if (cpu::applies({q, keys, values})) return cpu::slot_attention(q, keys, values, positions_, span_, scale);
+  if (attention_counters_.defined() && gpu::applies({q, keys, values}) && q.stride(3) == 1 &&
+      gpu::math::attention_fits(q.size(1) / keys.size(1), q.size(3)))
+    return gpu::slot_attention(q, keys, values, positions_, span_, scale, attention_counters_);
+  return {};
 }
 
 void SlotCache::load_rows(const at::Tensor& slots, const KvCache& prompts, const at::Tensor& rows,

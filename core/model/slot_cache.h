@@ -28,6 +28,9 @@ class SlotCache : public LayerKv {
   // On a GPU while decoding, k's rotation and both writes are one kernel.
   std::pair<at::Tensor, at::Tensor> rotate_and_append(size_t layer, const at::Tensor& k, const at::Tensor& v,
                                                       const at::Tensor& cos, const at::Tensor& sin) override;
+  // A step of one query per slot (decoding) attends in one fused kernel on the
+  // CPU or a GPU (cpu/gpu::slot_attention), over each slot's own positions.
+  at::Tensor attend(size_t layer, const at::Tensor& q, double scale) override;
 
   // Gives slot slots[i] row rows[i] of `prompts` at its positions
   // positions[i] ([m] and [m, n] int64 on the cache's device), as positions
@@ -54,6 +57,7 @@ class SlotCache : public LayerKv {
  private:
   int64_t slots_, capacity_;
   std::vector<std::pair<at::Tensor, at::Tensor>> layers_;  // [slots, H_kv, capacity, D]
+  at::Tensor attention_counters_;  // on a GPU: gpu::slot_attention's, int32 [slots * H_kv] zeros
   at::Tensor positions_;
   int64_t span_ = 0;
 };

@@ -78,6 +78,9 @@ at::Tensor AttentionImpl::forward(const at::Tensor& x, const at::Tensor& cos, co
   v = v.transpose(1, 2);
   if (cache) std::tie(k, v) = cache->rotate_and_append(layer, k, v, cos, sin);
   else k = apply_rope(k, cos, sin);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
+  if (cache)
+    if (at::Tensor out = cache->attend(layer, q, scale); out.defined()) return o_proj(out);  // decoding slots
   const int64_t n_rep = heads_ / kv_heads_;
   // Grouped-query attention, by whichever copy is smaller: the n_rep query
   // heads of one kv head as n_rep * T query rows, which copies the mask n_rep
@@ -87,14 +90,14 @@ at::Tensor AttentionImpl::forward(const at::Tensor& x, const at::Tensor& cos, co
     const int64_t S = k.size(2);
     q = q.reshape({B, kv_heads_, n_rep * T, head_dim_});
     at::Tensor grouped_mask = mask.unsqueeze(2).expand({B, 1, n_rep, T, S}).reshape({B, 1, n_rep * T, S});
-    at::Tensor out = attention(q, k, v, grouped_mask, 1.0 / std::sqrt(static_cast<double>(head_dim_)));
+    at::Tensor out = attention(q, k, v, grouped_mask, scale);
     return o_proj(out.reshape({B, heads_, T, head_dim_}).transpose(1, 2).reshape({B, T, heads_ * head_dim_}));
   }
   if (n_rep > 1) {
     k = k.repeat_interleave(n_rep, 1);
     v = v.repeat_interleave(n_rep, 1);
   }
-  at::Tensor out = attention(q, k, v, mask, 1.0 / std::sqrt(static_cast<double>(head_dim_)));  // [B, Hq, T, D]
+  at::Tensor out = attention(q, k, v, mask, scale);  // [B, Hq, T, D]
   return o_proj(out.transpose(1, 2).reshape({B, T, heads_ * head_dim_}));
 }
 

@@ -97,48 +97,62 @@ TEST_P(CpuKernels, RopeMatchesRotateHalf) {
     EXPECT_TRUE(at::equal(got, expected));
 }
 
-// Attention in double precision with the same broadcasting as the model's path.
-at::Tensor reference_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,
-                               double scale) {
-  at::Tensor scores = at::matmul(q.to(at::kDouble), k.to(at::kDouble).transpose(-2, -1)) * scale + mask.to(at::kDouble);
-  return at::matmul(at::softmax(scores, -1), v.to(at::kDouble));
+// A decoding step's attention in double precision as the model's masked
+// path computes it: the query heads of each kv head over the keys repeated,
+// every key past a row's position (or past the span) masked out.
+at::Tensor reference_slot_attention(const at::Tensor& q, const at::Tensor& keys, const at::Tensor& values,
+                                    const at::Tensor& positions, int64_t span, double scale) {
+  const int64_t b = q.size(0), heads = q.size(1), rep = heads / keys.size(1), D = q.size(3);
+  at::Tensor k = keys.narrow(2, 0, span).to(at::kDouble).repeat_interleave(rep, 1);  // [b, Hq, span, D]
+  at::Tensor v = values.narrow(2, 0, span).to(at::kDouble).repeat_interleave(rep, 1);
+  at::Tensor seen = at::arange(span).view({1, 1, 1, span}) <= positions.to(at::kCPU).view({b, 1, 1, 1});
+  at::Tensor scores = at::matmul(q.to(at::kDouble), k.transpose(-2, -1)) * scale;  // [b, Hq, 1, span]
+  scores = scores.masked_fill(seen.logical_not(), -std::numeric_limits<double>::infinity());
+  return at::matmul(at::softmax(scores, -1), v).view({b, 1, heads * D});
 }
 
-TEST_P(CpuKernels, DecodeAttentionMatchesSoftmaxAttention) {
+TEST_P(CpuKernels, SlotAttentionIsTheMaskedAttentionOverEachRowsOwnKeys) {
   const double tol = dtype() == at::kFloat ? 1e-5 : dtype() == at::kHalf ? 2e-3 : 1e-2;
   for (int64_t D : {64, 128, 40}) {
-    for (int64_t S : {1, 7, 33}) {
-      const int64_t B = 3, H = 2, R = 4, capacity = S + 5;
-      // Keys and values as KV-cache views: a prefix of a larger buffer.
-      at::Tensor k = randn({B, H, capacity, D}).narrow(2, 0, S), v = randn({B, H, capacity, D}).narrow(2, 0, S);
-      at::Tensor q = randn({B, H, R, D});
-      at::Tensor mask = at::zeros({B, 1, R, S});
-      if (S > 2) mask.select(0, 1).narrow(-1, 0, 2).fill_(-1e4);  // left padding of row 1
-      mask = mask.to(dtype());
+    for (int64_t rep : {1, 3}) {
+      const int64_t b = 4, kv_heads = 2, capacity = 40, span = 33;
+      // The caches as the slots hold them: the first b of more slots, and a
+      // query as the rotary kernel leaves it, or a view of a packed product.
+      const at::Tensor keys = randn({b + 2, kv_heads, capacity, D}).narrow(0, 0, b);
+      const at::Tensor values = randn({b + 2, kv_heads, capacity, D}).narrow(0, 0, b);
+      const at::Tensor q = randn({b, 1, kv_heads * rep + 1, D}).narrow(2, 0, kv_heads * rep).transpose(1, 2);
+      // A row at its first position, two in the span, one past it (a finished
+      // row's slot: it sees the whole span, as the mask lets it).
+      const at::Tensor positions = at::tensor({int64_t{0}, int64_t{7}, int64_t{32}, int64_t{39}});
       const double scale = 1.0 / std::sqrt(static_cast<double>(D));
-      at::Tensor got = cpu::decode_attention(q, k, v, mask, scale);
-      at::Tensor expected = reference_attention(q, k, v, mask, scale);
+      const at::Tensor got = cpu::slot_attention(q, keys, values, positions, span, scale);
+      const at::Tensor want = reference_slot_attention(q, keys, values, positions, span, scale);
+      ASSERT_EQ(got.sizes(), want.sizes());
       EXPECT_EQ(got.scalar_type(), dtype());
-      EXPECT_TRUE(at::allclose(got.to(at::kDouble), expected, tol, tol))
-          << "D " << D << " S " << S << " max diff " << (got.to(at::kDouble) - expected).abs().max().item<double>();
+      EXPECT_TRUE(at::allclose(got.to(at::kDouble), want, tol, tol))
+          << "D " << D << " rep " << rep << " max diff " << (got.to(at::kDouble) - want).abs().max().item<double>();
+      // A row at position 0 sees its first key alone: its output is that value.
+      EXPECT_TRUE(at::allclose(got[0].view({kv_heads, rep, D}).to(at::kFloat),
+                               values[0].narrow(1, 0, 1).expand({kv_heads, rep, D}).to(at::kFloat), 1e-6, 1e-6));
     }
   }
 }
 
-TEST_P(CpuKernels, AFullyMaskedRowAveragesTheValues) {
-  // Padding rows see only masked keys: their output is finite, and in float32,
-  // where the mask is the lowest float and swamps the scores, the softmax is
-  // uniform, as in the unfused path.
-  at::Tensor q = randn({1, 1, 1, 64}), k = randn({1, 1, 5, 64}), v = randn({1, 1, 5, 64});
-  const double lowest = dtype() == at::kFloat ? std::numeric_limits<float>::lowest() : -1e4;
-  at::Tensor mask = at::full({1, 1, 1, 5}, lowest).to(dtype());
-  at::Tensor got = cpu::decode_attention(q, k, v, mask, 0.125);
+TEST_P(CpuKernels, SlotAttentionReadsNoKeyPastARowsPosition) {
+  // Keys past each row's position hold NaN (stale or unwritten slots): the
+  // result is still finite and that of the keys before.
+  const int64_t b = 2, kv_heads = 1, rep = 2, D = 16, capacity = 12;
+  at::Tensor keys = randn({b, kv_heads, capacity, D}), values = randn({b, kv_heads, capacity, D});
+  const at::Tensor clean_keys = keys.clone(), clean_values = values.clone();
+  const at::Tensor positions = at::tensor({int64_t{3}, int64_t{6}});
+  keys[0].narrow(1, 4, capacity - 4).fill_(NAN);
+  values[0].narrow(1, 4, capacity - 4).fill_(NAN);
+  keys[1].narrow(1, 7, capacity - 7).fill_(NAN);
+  values[1].narrow(1, 7, capacity - 7).fill_(NAN);
+  const at::Tensor q = randn({b, kv_heads * rep, 1, D});
+  const at::Tensor got = cpu::slot_attention(q, keys, values, positions, capacity, 0.25);
   EXPECT_TRUE(at::isfinite(got).all().item<bool>());
-  if (dtype() == at::kFloat) EXPECT_TRUE(at::allclose(got, v.mean(2, true), 1e-6, 1e-6));
-  // The same row with its last key unmasked attends to that key alone.
-  mask.index_put_({0, 0, 0, 4}, 0);
-  got = cpu::decode_attention(q, k, v, mask, 0.125);
-  EXPECT_TRUE(at::allclose(got.to(at::kFloat), v.narrow(2, 4, 1).to(at::kFloat), 1e-2, 1e-2));
+  EXPECT_TRUE(at::equal(got, cpu::slot_attention(q, clean_keys, clean_values, positions, capacity, 0.25)));
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, CpuKernels, ::testing::Values(at::kFloat, at::kBFloat16, at::kHalf),
