@@ -3,7 +3,8 @@
 // head, pads it, and leaves its result for a transpose copy before o_proj:
 // three or four launches per layer, and every row reads the whole span of
 // keys. Here a block serves one row's kv head for all the query heads that
-// share it (keys and values read once), over that row's own keys only, and
+// share it (keys and values read once), over that row's own keys only,
+// rotates the queries as it reads them (no rope launch for q either) and
 // writes o_proj's input; when rows x kv heads are too few to fill the GPU
 // (small batches), a row's keys are split among blocks whose parts the last
 // of them joins (slot_attention_math.h), so a step stays one launch.
@@ -35,7 +36,7 @@ constexpr int kMaxCols = static_cast<int>((math::kAttentionMaxHeadDim + kThreads
 struct Shape {
   int rep, D;
   int64_t span, chunk, splits, kv_heads;
-  int64_t q_b, q_h;          // q's strides over [b, Hq, 1, D]
+  math::RopeShape rope;      // q's shape and strides over [b, Hq, 1, D], cos's and sin's
   int64_t kv_b, kv_h, kv_s;  // the caches' over [slots, H_kv, capacity, D] (keys' and values' alike)
   float scale;
   int groups;  // keys summed apart by kThreads / D threads each, joined at the end
@@ -70,9 +71,11 @@ size_t shared_bytes(const Shape& s) {
 // [split chunk, (split + 1) chunk) of the row's own min(position + 1, span).
 template <class T>
 __global__ void __launch_bounds__(kThreads)
-    slot_attention_kernel(const T* __restrict__ q, const T* __restrict__ keys, const T* __restrict__ values,
+    slot_attention_kernel(const T* __restrict__ q, const T* __restrict__ cos, const T* __restrict__ sin,
+                          const T* __restrict__ keys, const T* __restrict__ values,
                           const int64_t* __restrict__ positions, T* __restrict__ out, float* __restrict__ part_acc,
-                          float* __restrict__ part_ml, int* __restrict__ counters, Shape s, int64_t region_a) {
+                          float* __restrict__ part_ml, unsigned int* __restrict__ counters, Shape s,
+                          int64_t region_a) {
   extern __shared__ float smem[];
   const int rep = s.rep, D = s.D, lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, warps = kThreads / kWarp;
   const int64_t split = blockIdx.x, head = blockIdx.y, row = blockIdx.z;
@@ -83,10 +86,13 @@ __global__ void __launch_bounds__(kThreads)
   float* rescale = l + rep;      // [rep]
   float* sums = rescale + rep;   // [groups, rep, D]
 
-  const int64_t keys_of_row = smaller(positions[row] + 1, s.span);
+  const int64_t seen = smaller(positions[row] + 1, s.span), keys_of_row = seen < 1 ? 1 : seen;  // as the CPU's
   const int64_t begin = split * s.chunk, end = smaller(begin + s.chunk, keys_of_row);
-  const T* q_row = q + row * s.q_b + head * rep * s.q_h;
-  for (int i = threadIdx.x; i < rep * D; i += kThreads) qs[i] = static_cast<float>(q_row[(i / D) * s.q_h + i % D]);
+  // The query rows rotated as they are read, with rope()'s bits: element
+  // (row, head rep + r, 0, d) of q in [b, Hq, 1, D] order.
+  const int64_t first = (row * s.rope.H + head * rep) * D;
+  for (int i = threadIdx.x; i < rep * D; i += kThreads)
+    qs[i] = static_cast<float>(math::rope_value(q, cos, sin, s.rope, first + i));
   for (int r = threadIdx.x; r < rep; r += kThreads) m[r] = -INFINITY, l[r] = 0.0f;
   const T* k_head = keys + row * s.kv_b + head * s.kv_h;
   const T* v_head = values + row * s.kv_b + head * s.kv_h;
@@ -193,8 +199,15 @@ __global__ void __launch_bounds__(kThreads)
   }
   __threadfence();  // the part is visible to every block before the count says it is there
   __syncthreads();
+  // atomicInc counts to splits - 1 and wraps to 0 there: the last block
+  // finds it at splits - 1 and leaves it at 0 for the next layer's launch.
+  // Its fence orders the reads of the other parts after their count.
   __shared__ bool last;
-  if (threadIdx.x == 0) last = atomicAdd(&counters[pair], 1) == s.splits - 1;
+  if (threadIdx.x == 0) {
+    const auto top = static_cast<unsigned int>(s.splits - 1);
+    last = atomicInc(&counters[pair], top) == top;
+    if (last) __threadfence();
+  }
   __syncthreads();
   if (!last) return;
 
@@ -213,17 +226,22 @@ __global__ void __launch_bounds__(kThreads)
     for (int64_t j = 0; j < s.splits; ++j) a += w[j] * __ldcg(parts + j * width + i);
     out_heads[i] = static_cast<T>(a);
   }
-  if (threadIdx.x == 0) counters[pair] = 0;  // ready for the next layer's launch
 }
 
 }  // namespace
 
-at::Tensor slot_attention(const at::Tensor& q, const at::Tensor& keys, const at::Tensor& values,
-                          const at::Tensor& positions, int64_t span, double scale, const at::Tensor& counters) {
-  check_on_device_of(q, {keys, values, positions, counters}, "slot_attention");
-  TORCH_CHECK(q.dim() == 4 && q.size(2) == 1 && q.stride(3) == 1, "slot_attention: q must be one step's [b, Hq, 1, D] ",
-              "with the last dim contiguous, got ", q.sizes());
+at::Tensor slot_attention(const at::Tensor& q, const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& keys,
+                          const at::Tensor& values, const at::Tensor& positions, int64_t span, double scale,
+                          const at::Tensor& counters) {
+  check_on_device_of(q, {cos, sin, keys, values, positions, counters}, "slot_attention");
+  TORCH_CHECK(q.dim() == 4 && q.size(2) == 1 && q.size(3) % 2 == 0,
+              "slot_attention: q must be one step's [b, Hq, 1, D] with D even, got ", q.sizes());
   const int64_t b = q.size(0), heads = q.size(1), D = q.size(3);
+  for (const at::Tensor* t : {&cos, &sin})
+    TORCH_CHECK(t->dim() == 3 && t->size(0) == b && t->size(1) == 1 && t->size(2) == D &&
+                    t->scalar_type() == q.scalar_type(),
+                "slot_attention: cos/sin ", t->sizes(), " ", t->scalar_type(), " for q ", q.sizes(), " ",
+                q.scalar_type());
   TORCH_CHECK(keys.dim() == 4 && keys.size(0) == b && keys.size(3) == D && keys.stride(3) == 1 &&
                   heads % keys.size(1) == 0 && values.sizes() == keys.sizes() && values.strides() == keys.strides() &&
                   keys.scalar_type() == q.scalar_type() && values.scalar_type() == q.scalar_type(),
@@ -234,16 +252,17 @@ at::Tensor slot_attention(const at::Tensor& q, const at::Tensor& keys, const at:
   TORCH_CHECK(span >= 1 && span <= keys.size(2), "slot_attention: a span of ", span, " in ", keys.size(2), " positions");
   TORCH_CHECK(positions.scalar_type() == at::kLong && positions.numel() == b && positions.is_contiguous(),
               "slot_attention: positions must be [b] int64");
-  TORCH_CHECK(counters.scalar_type() == at::kInt && counters.numel() >= b * kv_heads,
+  TORCH_CHECK(counters.scalar_type() == at::kInt && counters.is_contiguous() && counters.numel() >= b * kv_heads,
               "slot_attention: counters must be int32, one per row and kv head");
-  TORCH_CHECK(b <= 65535, "slot_attention: ", b, " rows are more than one launch takes");
+  TORCH_CHECK(b <= 65535 && kv_heads <= 65535, "slot_attention: ", b, " rows of ", kv_heads,
+              " kv heads are more than one launch takes");
   at::Tensor out = at::empty({b, 1, heads * D}, q.options());
   if (b == 0) return out;
   const c10::cuda::CUDAGuard guard(q.device());
   const math::AttentionSplit split =
       math::attention_split(b, kv_heads, span, at::cuda::getCurrentDeviceProperties()->multiProcessorCount);
   const Shape s{static_cast<int>(rep), static_cast<int>(D), span, split.chunk, split.splits, kv_heads,
-                q.stride(0), q.stride(1), keys.stride(0), keys.stride(1), keys.stride(2), static_cast<float>(scale),
+                math::rope_shape(q, cos, sin), keys.stride(0), keys.stride(1), keys.stride(2), static_cast<float>(scale),
                 D <= kThreads ? static_cast<int>(kThreads / D) : 1};
   at::Tensor part_acc, part_ml;  // the splits' parts, allocated only when a row is split
   if (split.splits > 1) {
@@ -254,10 +273,11 @@ at::Tensor slot_attention(const at::Tensor& q, const at::Tensor& keys, const at:
                   static_cast<unsigned int>(b));
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, q.scalar_type(), "grpo_slot_attention", [&] {
     slot_attention_kernel<scalar_t><<<grid, kThreads, shared_bytes(s), at::cuda::getCurrentCUDAStream()>>>(
-        q.const_data_ptr<scalar_t>(), keys.const_data_ptr<scalar_t>(), values.const_data_ptr<scalar_t>(),
+        q.const_data_ptr<scalar_t>(), cos.const_data_ptr<scalar_t>(), sin.const_data_ptr<scalar_t>(),
+        keys.const_data_ptr<scalar_t>(), values.const_data_ptr<scalar_t>(),
         positions.const_data_ptr<int64_t>(), out.mutable_data_ptr<scalar_t>(),
         part_acc.defined() ? part_acc.mutable_data_ptr<float>() : nullptr,
-        part_ml.defined() ? part_ml.mutable_data_ptr<float>() : nullptr, counters.mutable_data_ptr<int>(), s,
+        part_ml.defined() ? part_ml.mutable_data_ptr<float>() : nullptr, reinterpret_cast<unsigned int*>(counters.mutable_data_ptr<int>()), s,
         region_a_floats(s));
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });

@@ -62,16 +62,18 @@ void rope_into_slots(const at::Tensor& k, const at::Tensor& v, const at::Tensor&
                      const at::Tensor& positions, const at::Tensor& keys, const at::Tensor& values);
 
 // A decoding step's attention over the slots (cuda_attention.cu):
-// softmax(q k^T * scale) v for q [b, Hq, 1, D] (last dim contiguous) over
-// keys/values [b, H_kv, capacity, D] (the first b slots, last dim
-// contiguous), row i over its own keys 0..min(positions[i], span - 1)
-// (positions [b] int64 on the device), each kv head serving its Hq / H_kv
-// query heads (at most math::kAttentionMaxRep, D at most
+// softmax(q' k^T * scale) v for q [b, Hq, 1, D] (any strides; a view of the
+// packed q/k/v product) rotated as rope() rotates it by cos/sin [b, 1, D]
+// (q', to the bit), over keys/values [b, H_kv, capacity, D] (the first b
+// slots, last dim contiguous), row i over its keys 0..min(positions[i],
+// span - 1) (positions [b] int64 on the device), each kv head serving its
+// Hq / H_kv query heads (at most math::kAttentionMaxRep, D at most
 // math::kAttentionMaxHeadDim: slot_attention_math.h). Scores and sums in
 // float32. counters: int32 zeros on the device, one per row and kv head,
 // left zero. Returns o_proj's input [b, 1, Hq D] in q's dtype.
-at::Tensor slot_attention(const at::Tensor& q, const at::Tensor& keys, const at::Tensor& values,
-                          const at::Tensor& positions, int64_t span, double scale, const at::Tensor& counters);
+at::Tensor slot_attention(const at::Tensor& q, const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& keys,
+                          const at::Tensor& values, const at::Tensor& positions, int64_t span, double scale,
+                          const at::Tensor& counters);
 
 // What a decoding step in slots computes before its first layer, for rows at
 // positions [b] (int64 on the device) attending over `span` keys, with the

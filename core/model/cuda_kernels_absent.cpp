@@ -24,8 +24,8 @@ void rope_into_slots(const at::Tensor&, const at::Tensor&, const at::Tensor&, co
   absent("rope_into_slots");
 }
 
-at::Tensor slot_attention(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, int64_t, double,
-                          const at::Tensor&) {
+at::Tensor slot_attention(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                          const at::Tensor&, int64_t, double, const at::Tensor&) {
   absent("slot_attention");
 }
 std::tuple<at::Tensor, at::Tensor, at::Tensor> step_prelude(const at::Tensor&, const at::Tensor&, int64_t,

@@ -13,7 +13,9 @@ std::pair<at::Tensor, at::Tensor> LayerKv::rotate_and_append(size_t layer, const
   return append(layer, apply_rope(k, cos, sin), v);
 }
 
-at::Tensor LayerKv::attend(size_t, const at::Tensor&, double) { return {}; }
+at::Tensor LayerKv::rotate_and_attend(size_t, const at::Tensor&, const at::Tensor&, const at::Tensor&, double) {
+  return {};
+}
 
 std::pair<at::Tensor, at::Tensor> KvCache::append(size_t layer, const at::Tensor& k, const at::Tensor& v) {
   if (layers_.size() <= layer) layers_.resize(layer + 1);

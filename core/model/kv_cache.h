@@ -25,9 +25,11 @@ class LayerKv {
                                                               const at::Tensor& cos, const at::Tensor& sin);
   // A cache that knows which of its keys each row sees without a mask (the
   // decoding slots) may attend itself: softmax(q k^T * scale) v for this
-  // step's queries q [B, Hq, T, D] over `layer`'s keys, after append, as
-  // o_proj's input [B, T, Hq D]. Undefined: the caller attends with its mask.
-  virtual at::Tensor attend(size_t layer, const at::Tensor& q, double scale);
+  // step's queries q [B, Hq, T, D], not rotated yet (cos/sin as above), over
+  // `layer`'s keys after this step's append, as o_proj's input [B, T, Hq D].
+  // Undefined: the caller rotates q and attends with its mask.
+  virtual at::Tensor rotate_and_attend(size_t layer, const at::Tensor& q, const at::Tensor& cos, const at::Tensor& sin,
+                                       double scale);
 };
 
 class KvCache : public LayerKv {

@@ -53,14 +53,16 @@ std::pair<at::Tensor, at::Tensor> SlotCache::rotate_and_append(size_t layer, con
   return {keys.narrow(2, 0, span_), values.narrow(2, 0, span_)};
 }
 
-at::Tensor SlotCache::attend(size_t layer, const at::Tensor& q, double scale) {
-  const int64_t b = q.size(0);
+at::Tensor SlotCache::rotate_and_attend(size_t layer, const at::Tensor& q, const at::Tensor& cos, const at::Tensor& sin,
+                                        double scale) {
   if (q.dim() != 4 || q.size(2) != 1) return {};
+  const int64_t b = q.size(0);
   const at::Tensor keys = layers_.at(layer).first.narrow(0, 0, b), values = layers_[layer].second.narrow(0, 0, b);
-  if (cpu::applies({q, keys, values})) return cpu::slot_attention(q, keys, values, positions_, span_, scale);
-  if (attention_counters_.defined() && gpu::applies({q, keys, values}) && q.stride(3) == 1 &&
-      gpu::math::attention_fits(q.size(1) / keys.size(1), q.size(3)))
-    return gpu::slot_attention(q, keys, values, positions_, span_, scale, attention_counters_);
+  if (cpu::applies({q, keys, values}))
+    return cpu::slot_attention(apply_rope(q, cos, sin), keys, values, positions_, span_, scale);
+  if (attention_counters_.defined() && gpu::applies({q, cos, sin, keys, values}) && cos.dim() == 3 &&
+      cos.size(0) == b && gpu::math::attention_fits(q.size(1) / keys.size(1), q.size(3)))
+    return gpu::slot_attention(q, cos, sin, keys, values, positions_, span_, scale, attention_counters_);
   return {};
 }
 

@@ -29,8 +29,10 @@ class SlotCache : public LayerKv {
   std::pair<at::Tensor, at::Tensor> rotate_and_append(size_t layer, const at::Tensor& k, const at::Tensor& v,
                                                       const at::Tensor& cos, const at::Tensor& sin) override;
   // A step of one query per slot (decoding) attends in one fused kernel on the
-  // CPU or a GPU (cpu/gpu::slot_attention), over each slot's own positions.
-  at::Tensor attend(size_t layer, const at::Tensor& q, double scale) override;
+  // CPU or a GPU (cpu/gpu::slot_attention), over each slot's own positions;
+  // on a GPU the kernel rotates q as it reads it.
+  at::Tensor rotate_and_attend(size_t layer, const at::Tensor& q, const at::Tensor& cos, const at::Tensor& sin,
+                               double scale) override;
 
   // Gives slot slots[i] row rows[i] of `prompts` at its positions
   // positions[i] ([m] and [m, n] int64 on the cache's device), as positions

@@ -73,14 +73,15 @@ at::Tensor AttentionImpl::forward(const at::Tensor& x, const at::Tensor& cos, co
     q = q_norm(q);
     k = k_norm(k);
   }
-  q = apply_rope(q.transpose(1, 2), cos, sin);  // [B, Hq, T, D]
-  k = k.transpose(1, 2);                        // [B, Hkv, T, D]
+  q = q.transpose(1, 2);  // [B, Hq, T, D]
+  k = k.transpose(1, 2);  // [B, Hkv, T, D]
   v = v.transpose(1, 2);
   if (cache) std::tie(k, v) = cache->rotate_and_append(layer, k, v, cos, sin);
   else k = apply_rope(k, cos, sin);
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
-  if (cache)
-    if (at::Tensor out = cache->attend(layer, q, scale); out.defined()) return o_proj(out);  // decoding slots
+  if (cache)  // decoding slots: q rotated inside their attention
+    if (at::Tensor out = cache->rotate_and_attend(layer, q, cos, sin, scale); out.defined()) return o_proj(out);
+  q = apply_rope(q, cos, sin);
   const int64_t n_rep = heads_ / kv_heads_;
   // Grouped-query attention, by whichever copy is smaller: the n_rep query
   // heads of one kv head as n_rep * T query rows, which copies the mask n_rep
