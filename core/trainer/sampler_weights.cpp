@@ -15,6 +15,7 @@
 #include "model/device_memory.h"
 #include "model/dtype.h"
 #include "model/lora.h"
+#include "model/side_stream.h"
 #include "model/weights.h"
 #include "plugins/plugin_options.h"
 #include "trainer/grpo_trainer.h"
@@ -121,10 +122,16 @@ void GrpoTrainer::launch_generation() {
   std::vector<const Prompt*> prompts = prompts_->next(static_cast<size_t>(s_.batch.prompts_per_generation));
   const int64_t generation = rollout_.generations++;
   const plugins::TrainerState state = trainer_state();
-  rollout_.pending = std::async(std::launch::async, [this, prompts, generation, state] {
+  // On a GPU the sampling runs on a stream of its own, beside training's,
+  // after what this thread queued so far (the weights it samples from were
+  // just written here): model/side_stream.h.
+  const std::shared_ptr<model::StreamMark> mark = model::mark_stream(s_.model.device);
+  rollout_.pending = std::async(std::launch::async, [this, prompts, generation, state, mark] {
     model::make_current(s_.model.device);  // CUDA's current device is per thread: this rank's GPU here too
+    model::SideStreamScope side(s_.model.device, mark);
     RolloutState::Pending out;
     out.batch = rollout(prompts, out.metrics, Purpose::Training, generation, state);
+    side.finish();  // the batch is handed over once its kernels have run
     return out;
   });
 }

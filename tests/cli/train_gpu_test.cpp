@@ -1,7 +1,7 @@
 // grpo-host train on CUDA (label `gpu`; skipped without a GPU): the same run
-// as on the CPU in float32, bfloat16 full and LoRA runs that learn, device
-// memory that does not grow from step to step, each phase's peak logged, and
-// what the offload and sleep flags save.
+// as on the CPU in float32 (async_generate too), bfloat16 full and LoRA runs
+// that learn, device memory that does not grow from step to step, each
+// phase's peak logged, and what the offload and sleep flags save.
 //
 // The reward is the test fixture's (a completion's length in bytes), which a
 // tiny random model learns to raise within 20 steps: measured on the CPU in
@@ -85,6 +85,28 @@ TEST(TrainGpu, FiveFloat32StepsOnTheGpuEqualTheCpusRun) {
     moved = std::max(moved, (x - m::tensor_view(start.require(name))).abs().max().item<double>());
   }
   EXPECT_GT(moved, 1e-3) << "the runs trained: the comparison is not of two unchanged models";
+}
+
+// async_generate on a GPU samples the next batch on a stream of its own
+// while this one trains (model/side_stream.h): what it samples, from the
+// sampler's copy of the weights of one step before, and what the steps
+// compute are the CPU's async run's, so no kernel of either stream read
+// what the other had not finished writing.
+TEST(TrainGpu, AsyncGenerationOnItsOwnStreamTrainsAsTheCpusAsyncRun) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const std::string dir = tiny_run_dir("train_gpu_async");
+  const std::string common = "--train_type full --torch_dtype float32 --learning_rate 1e-3 --max_steps 4 --beta 0.04 "
+                             "--async_generate true ";
+  CommandResult cpu = run_host(flags(dir, "cpu") + common + "--use_cpu true");
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.output;
+  CommandResult gpu = run_host(flags(dir, "gpu") + common);
+  ASSERT_EQ(gpu.exit_code, 0) << gpu.output;
+  const auto cpu_completions = read_jsonl(dir + "/cpu/completions.jsonl");
+  const auto gpu_completions = read_jsonl(dir + "/gpu/completions.jsonl");
+  ASSERT_EQ(cpu_completions.size(), gpu_completions.size());
+  for (size_t i = 0; i < cpu_completions.size(); ++i)
+    ASSERT_EQ(cpu_completions[i]["completion"], gpu_completions[i]["completion"]) << "completion " << i;
+  expect_same_logs(dir + "/cpu", dir + "/gpu", 4, 1e-4);
 }
 
 TEST(TrainGpu, Bfloat16FullAndLoraRunsKeepAFiniteLossAndRaiseTheReward) {
