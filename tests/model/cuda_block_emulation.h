@@ -1,0 +1,138 @@
+// Runs a CUDA kernel's own source on the host, for the CPU's tests of a
+// kernel that only a GPU can run otherwise: each block of the grid in turn
+// (in a shuffled order), its threads as std::threads that meet at
+// __syncthreads and exchange warp shuffles through their warp's slots. What
+// it checks is the kernel's indexing, its barriers and its arithmetic; not
+// the GPU's memory model or its speed (the GPU's tests do that).
+//
+// Include this before the kernel's header; the kernel may use threadIdx,
+// blockIdx, __syncthreads, __shfl_xor_sync (every lane of a warp taking
+// part), atomicInc, __threadfence, __ldcg, function-local __shared__
+// variables and GRPO_DYNAMIC_SHARED for its dynamic shared memory.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <numeric>
+#include <random>
+#include <thread>
+#include <vector>
+
+namespace grpo::testing::cuda_emulation {
+
+struct Index {
+  unsigned int x = 0, y = 0, z = 0;
+};
+
+// Threads that wait for each other; a wait that lasts 30 s means the kernel
+// left some thread out of a barrier: abort with a message rather than hang.
+class Barrier {
+ public:
+  explicit Barrier(int count) : count_(count) {}
+  void wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    const uint64_t generation = generation_;
+    if (++waiting_ == count_) {
+      waiting_ = 0;
+      ++generation_;
+      changed_.notify_all();
+      return;
+    }
+    if (!changed_.wait_for(lock, std::chrono::seconds(30), [&] { return generation != generation_; })) {
+      std::fprintf(stderr, "cuda emulation: a barrier of %d threads waited 30 s with %d there\n", count_, waiting_);
+      std::abort();
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  const int count_;
+  int waiting_ = 0;
+  uint64_t generation_ = 0;
+};
+
+struct Block {
+  Index index, dim;
+  std::vector<float> shared;  // dynamic shared memory, NaN until written
+  Barrier all;
+  std::vector<std::unique_ptr<Barrier>> warp_barriers;
+  std::vector<float> warp_slots;
+  Block(Index i, Index d, size_t shared_floats, int threads)
+      : index(i), dim(d), shared(shared_floats, std::numeric_limits<float>::quiet_NaN()), all(threads),
+        warp_slots(static_cast<size_t>(threads)) {
+    for (int w = 0; w < threads / 32; ++w) warp_barriers.push_back(std::make_unique<Barrier>(32));
+  }
+};
+
+inline thread_local Block* t_block = nullptr;
+inline thread_local Index t_thread;
+inline std::mutex g_atomics;
+
+inline const Index& thread_index() { return t_thread; }
+inline const Index& block_index() { return t_block->index; }
+inline float* dynamic_shared() { return t_block->shared.data(); }
+inline void sync_threads() { t_block->all.wait(); }
+
+inline float shfl_xor(float v, int offset) {
+  const unsigned int lane = t_thread.x % 32, base = t_thread.x - lane;
+  Barrier& warp = *t_block->warp_barriers[t_thread.x / 32];
+  t_block->warp_slots[base + lane] = v;
+  warp.wait();
+  const float other = t_block->warp_slots[base + (lane ^ static_cast<unsigned int>(offset))];
+  warp.wait();  // no lane writes its next value before every lane has read
+  return other;
+}
+
+inline unsigned int atomic_inc(unsigned int* at, unsigned int limit) {
+  const std::lock_guard<std::mutex> lock(g_atomics);
+  const unsigned int old = *at;
+  *at = old >= limit ? 0 : old + 1;
+  return old;
+}
+
+// kernel(args...) over `grid` blocks of `threads` threads (a multiple of 32),
+// with `shared_bytes` of dynamic shared memory; blocks one at a time in an
+// order drawn from `seed`.
+template <class Kernel, class... Args>
+void launch(Index grid, int threads, size_t shared_bytes, uint32_t seed, Kernel kernel, Args... args) {
+  std::vector<Index> blocks;
+  for (unsigned int z = 0; z < grid.z; ++z)
+    for (unsigned int y = 0; y < grid.y; ++y)
+      for (unsigned int x = 0; x < grid.x; ++x) blocks.push_back({x, y, z});
+  std::shuffle(blocks.begin(), blocks.end(), std::mt19937(seed));
+  for (const Index& at : blocks) {
+    Block block(at, {static_cast<unsigned int>(threads), 1, 1}, shared_bytes / sizeof(float), threads);
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        t_block = &block;
+        t_thread = {static_cast<unsigned int>(t), 0, 0};
+        kernel(args...);
+      });
+    for (std::thread& th : pool) th.join();
+  }
+}
+
+}  // namespace grpo::testing::cuda_emulation
+
+#define __global__
+#define __device__
+#define __launch_bounds__(n)
+#define __shared__ static
+#define threadIdx (::grpo::testing::cuda_emulation::thread_index())
+#define blockIdx (::grpo::testing::cuda_emulation::block_index())
+#define __syncthreads() ::grpo::testing::cuda_emulation::sync_threads()
+#define __shfl_xor_sync(mask, v, offset) ::grpo::testing::cuda_emulation::shfl_xor((v), (offset))
+#define atomicInc(at, limit) ::grpo::testing::cuda_emulation::atomic_inc((at), (limit))
+#define __threadfence() std::atomic_thread_fence(std::memory_order_seq_cst)
+#define __ldcg(at) (*(at))
+#define GRPO_DYNAMIC_SHARED(name) float* name = ::grpo::testing::cuda_emulation::dynamic_shared()
