@@ -1,7 +1,8 @@
 // What the fused CUDA kernels' files (cuda_kernels.cu: a layer's kernels;
 // cuda_step_kernels.cu: a decoding step's, around the layers) share: block
 // reductions, grid sizes and the device check every entry makes. Included by
-// .cu files only.
+// .cu files, and by the host's tests that run kernels' source
+// (tests/model/cuda_block_emulation.h).
 #pragma once
 
 #include <ATen/ATen.h>

@@ -5,10 +5,12 @@
 // it checks is the kernel's indexing, its barriers and its arithmetic; not
 // the GPU's memory model or its speed (the GPU's tests do that).
 //
-// Include this before the kernel's header; the kernel may use threadIdx,
-// blockIdx, __syncthreads, __shfl_xor_sync (every lane of a warp taking
-// part), atomicInc, __threadfence, __ldcg, function-local __shared__
-// variables and GRPO_DYNAMIC_SHARED for its dynamic shared memory.
+// Include this after every other header but the kernel's; the kernel may use
+// threadIdx, blockIdx, blockDim, __syncthreads, the warp's __shfl_xor_sync,
+// __shfl_up_sync, __shfl_sync and __ballot_sync (every lane of the warp
+// taking part, with the full mask), __clz, __ffs, atomicInc, __threadfence,
+// __ldcg, function-local __shared__ variables and GRPO_DYNAMIC_SHARED for
+// its dynamic shared memory.
 #pragma once
 
 #include <algorithm>
@@ -65,7 +67,7 @@ struct Block {
   std::vector<float> shared;  // dynamic shared memory, NaN until written
   Barrier all;
   std::vector<std::unique_ptr<Barrier>> warp_barriers;
-  std::vector<float> warp_slots;
+  std::vector<double> warp_slots;  // a float or a predicate per lane
   Block(Index i, Index d, size_t shared_floats, int threads)
       : index(i), dim(d), shared(shared_floats, std::numeric_limits<float>::quiet_NaN()), all(threads),
         warp_slots(static_cast<size_t>(threads)) {
@@ -82,14 +84,44 @@ inline const Index& block_index() { return t_block->index; }
 inline float* dynamic_shared() { return t_block->shared.data(); }
 inline void sync_threads() { t_block->all.wait(); }
 
-inline float shfl_xor(float v, int offset) {
+inline const Index& block_dim() { return t_block->dim; }
+
+// Every lane of the warp puts v in its slot, then each calls read(slots of
+// the warp, its lane) once all are there.
+template <class Read>
+auto exchange(double v, Read read) {
   const unsigned int lane = t_thread.x % 32, base = t_thread.x - lane;
   Barrier& warp = *t_block->warp_barriers[t_thread.x / 32];
   t_block->warp_slots[base + lane] = v;
   warp.wait();
-  const float other = t_block->warp_slots[base + (lane ^ static_cast<unsigned int>(offset))];
+  const auto got = read(t_block->warp_slots.data() + base, lane);
   warp.wait();  // no lane writes its next value before every lane has read
-  return other;
+  return got;
+}
+
+inline float shfl_xor(float v, int offset) {
+  return exchange(v, [&](const double* slots, unsigned int lane) {
+    return static_cast<float>(slots[lane ^ static_cast<unsigned int>(offset)]);
+  });
+}
+
+inline float shfl_up(float v, int offset) {
+  return exchange(v, [&](const double* slots, unsigned int lane) {
+    return static_cast<float>(lane >= static_cast<unsigned int>(offset) ? slots[lane - offset] : slots[lane]);
+  });
+}
+
+inline float shfl(float v, int source) {
+  return exchange(v, [&](const double* slots, unsigned int) { return static_cast<float>(slots[source % 32]); });
+}
+
+inline unsigned int ballot(bool predicate) {
+  return exchange(predicate ? 1.0 : 0.0, [](const double* slots, unsigned int) {
+    unsigned int bits = 0;
+    for (unsigned int l = 0; l < 32; ++l)
+      if (slots[l] != 0.0) bits |= 1u << l;
+    return bits;
+  });
 }
 
 inline unsigned int atomic_inc(unsigned int* at, unsigned int limit) {
@@ -130,8 +162,14 @@ void launch(Index grid, int threads, size_t shared_bytes, uint32_t seed, Kernel 
 #define __shared__ static
 #define threadIdx (::grpo::testing::cuda_emulation::thread_index())
 #define blockIdx (::grpo::testing::cuda_emulation::block_index())
+#define blockDim (::grpo::testing::cuda_emulation::block_dim())
 #define __syncthreads() ::grpo::testing::cuda_emulation::sync_threads()
 #define __shfl_xor_sync(mask, v, offset) ::grpo::testing::cuda_emulation::shfl_xor((v), (offset))
+#define __shfl_up_sync(mask, v, offset) ::grpo::testing::cuda_emulation::shfl_up((v), (offset))
+#define __shfl_sync(mask, v, source) ::grpo::testing::cuda_emulation::shfl((v), (source))
+#define __ballot_sync(mask, predicate) ::grpo::testing::cuda_emulation::ballot(predicate)
+#define __clz(x) ((x) == 0 ? 32 : __builtin_clz(x))
+#define __ffs(x) __builtin_ffs(static_cast<int>(x))
 #define atomicInc(at, limit) ::grpo::testing::cuda_emulation::atomic_inc((at), (limit))
 #define __threadfence() std::atomic_thread_fence(std::memory_order_seq_cst)
 #define __ldcg(at) (*(at))
