@@ -96,6 +96,12 @@ __global__ void __launch_bounds__(kThreads)
   const int g = s.groups > 1 ? static_cast<int>(threadIdx.x) / D : 0;
   const bool summing = g < s.groups;
   const int first_col = s.groups > 1 ? static_cast<int>(threadIdx.x) % D : static_cast<int>(threadIdx.x);
+  // fn(c, d) for each column d this thread sums, c its place in acc.
+  auto each_column = [&](auto fn) {
+#pragma unroll
+    for (int c = 0; c < kMaxCols; ++c)
+      if (const int d = first_col + c * kThreads; d < D) fn(c, d);
+  };
   float acc[kMaxCols][kMaxRep];
 #pragma unroll
   for (int c = 0; c < kMaxCols; ++c)
@@ -141,11 +147,8 @@ __global__ void __launch_bounds__(kThreads)
       if (lane == 0) rescale[r] = next.rescale, l[r] = l[r] * next.rescale + sum, m[r] = next.max;
     }
     __syncthreads();
-    if (summing) {
-#pragma unroll
-      for (int c = 0; c < kMaxCols; ++c) {
-        const int d = first_col + c * kThreads;
-        if (d >= D) break;
+    if (summing)
+      each_column([&](int c, int d) {
 #pragma unroll
         for (int r = 0; r < kMaxRep; ++r)
           if (r < rep) acc[c][r] *= rescale[r];
@@ -155,21 +158,16 @@ __global__ void __launch_bounds__(kThreads)
           for (int r = 0; r < kMaxRep; ++r)
             if (r < rep) acc[c][r] += p[r * kTile + t] * vd;
         }
-      }
-    }
+      });
     __syncthreads();  // the next tile's scores overwrite p
   }
 
-  if (summing) {
-#pragma unroll
-    for (int c = 0; c < kMaxCols; ++c) {
-      const int d = first_col + c * kThreads;
-      if (d >= D) break;
+  if (summing)
+    each_column([&](int c, int d) {
 #pragma unroll
       for (int r = 0; r < kMaxRep; ++r)
         if (r < rep) sums[(g * rep + r) * D + d] = acc[c][r];
-    }
-  }
+    });
   __syncthreads();
   const int64_t pair = row * s.kv_heads + head, width = int64_t{rep} * D;
   T* out_heads = out + row * s.kv_heads * width + head * width;  // out [b, 1, Hq D]: this kv head's query heads

@@ -43,6 +43,13 @@ void expect_same_logs(const std::string& a_dir, const std::string& b_dir, size_t
       EXPECT_NEAR(a[i][key].get<double>(), b[i][key].get<double>(), tolerance) << key << " at step " << i + 1;
 }
 
+// Two runs sampled the same completions, in the same order.
+void expect_same_completions(const std::string& a_dir, const std::string& b_dir) {
+  const auto a = read_jsonl(a_dir + "/completions.jsonl"), b = read_jsonl(b_dir + "/completions.jsonl");
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i]["completion"], b[i]["completion"]) << "completion " << i;
+}
+
 double mean_reward(const std::vector<nlohmann::json>& log, size_t begin, size_t end) {
   double sum = 0;
   for (size_t i = begin; i < end; ++i) sum += log.at(i)["reward"].get<double>();
@@ -67,11 +74,7 @@ TEST(TrainGpu, FiveFloat32StepsOnTheGpuEqualTheCpusRun) {
   EXPECT_NE(gpu.output.find(" on cuda:0 in float32 for 5 steps"), std::string::npos) << gpu.output;
   EXPECT_NE(gpu.output.find("native sampler ready: "), std::string::npos) << gpu.output;
 
-  const auto cpu_completions = read_jsonl(dir + "/cpu/completions.jsonl");
-  const auto gpu_completions = read_jsonl(dir + "/gpu/completions.jsonl");
-  ASSERT_EQ(cpu_completions.size(), gpu_completions.size());
-  for (size_t i = 0; i < cpu_completions.size(); ++i)
-    ASSERT_EQ(cpu_completions[i]["completion"], gpu_completions[i]["completion"]) << "completion " << i;
+  expect_same_completions(dir + "/cpu", dir + "/gpu");
   expect_same_logs(dir + "/cpu", dir + "/gpu", 5, 1e-4);
 
   namespace m = grpo::model;
@@ -101,11 +104,7 @@ TEST(TrainGpu, AsyncGenerationOnItsOwnStreamTrainsAsTheCpusAsyncRun) {
   ASSERT_EQ(cpu.exit_code, 0) << cpu.output;
   CommandResult gpu = run_host(flags(dir, "gpu") + common);
   ASSERT_EQ(gpu.exit_code, 0) << gpu.output;
-  const auto cpu_completions = read_jsonl(dir + "/cpu/completions.jsonl");
-  const auto gpu_completions = read_jsonl(dir + "/gpu/completions.jsonl");
-  ASSERT_EQ(cpu_completions.size(), gpu_completions.size());
-  for (size_t i = 0; i < cpu_completions.size(); ++i)
-    ASSERT_EQ(cpu_completions[i]["completion"], gpu_completions[i]["completion"]) << "completion " << i;
+  expect_same_completions(dir + "/cpu", dir + "/gpu");
   expect_same_logs(dir + "/cpu", dir + "/gpu", 4, 1e-4);
 }
 
