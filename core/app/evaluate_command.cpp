@@ -114,7 +114,7 @@ int run_evaluate_command(const std::vector<std::string>& args) {
           trainer::ConversationRunner runner(*handler, tokenizer, family, limits);
           return runner.run(generate, requests, {}, metrics);
         },
-        "generation");
+        "generation", s.device);
   } catch (const trainer::StopRequested&) {
     // The generating thread still uses the model: leave without destroying it.
     spdlog::error("evaluate stopped by a signal while generating for {} rows: nothing was scored", requests.size());

@@ -43,7 +43,8 @@ at::Tensor slot_attention(const at::Tensor& q, const at::Tensor& cos, const at::
   const int64_t kv_heads = keys.size(1), rep = heads / kv_heads;
   TORCH_CHECK(math::attention_fits(rep, D), "slot_attention: ", rep, " query heads per kv head of dim ", D,
               " are past what the kernel takes");
-  TORCH_CHECK(span >= 1 && span <= keys.size(2), "slot_attention: a span of ", span, " in ", keys.size(2), " positions");
+  TORCH_CHECK(span >= 1 && span <= keys.size(2), "slot_attention: a span of ", span, " in ", keys.size(2),
+              " positions");
   TORCH_CHECK(positions.scalar_type() == at::kLong && positions.numel() == b && positions.is_contiguous(),
               "slot_attention: positions must be [b] int64");
   TORCH_CHECK(counters.scalar_type() == at::kInt && counters.is_contiguous() && counters.numel() >= b * kv_heads,

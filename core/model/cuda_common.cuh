@@ -1,9 +1,11 @@
 // What the fused CUDA kernels' files (cuda_kernels.cu: a layer's kernels;
 // cuda_step_kernels.cu: a decoding step's, around the layers) share: block
 // reductions, grid sizes and the device check every entry makes. Included by
-// .cu files, and by the host's tests that run kernels' source
-// (tests/model/cuda_block_emulation.h).
+// .cu files and by the kernels' headers that the host's tests compile too
+// (sample_kernel.cuh, through tests/model/cuda_block_emulation.h).
 #pragma once
+
+#include "model/kernel_build.h"
 
 #include <ATen/ATen.h>
 
@@ -12,6 +14,7 @@
 #include <initializer_list>
 
 namespace grpo::model::gpu::detail {
+inline namespace GRPO_KERNEL_BUILD {
 
 constexpr int kWarp = 32;
 
@@ -56,4 +59,5 @@ inline void check_on_device_of(const at::Tensor& x, std::initializer_list<at::Te
                 x.device());
 }
 
+}  // namespace GRPO_KERNEL_BUILD
 }  // namespace grpo::model::gpu::detail

@@ -10,8 +10,10 @@
 
 #include "model/cuda_common.cuh"
 #include "model/cuda_kernel_math.h"
+#include "model/kernel_build.h"
 
 namespace grpo::model::gpu::sampling {
+inline namespace GRPO_KERNEL_BUILD {
 
 using detail::block_reduce;
 using detail::kWarp;
@@ -94,4 +96,5 @@ __global__ void __launch_bounds__(kSampleThreads)
   }
 }
 
+}  // namespace GRPO_KERNEL_BUILD
 }  // namespace grpo::model::gpu::sampling

@@ -61,13 +61,41 @@ void SideStreamScope::finish() {
 
 SideStreamScope::~SideStreamScope() {
   if (!impl_ || impl_->finished) return;
-  try {  // the work threw: its memory is freed only after its kernels ran
+  try {  // the work threw: its kernels still run before the thread hands anything back
     impl_->stream.synchronize();
   } catch (...) {  // the work's own exception is the one that propagates
   }
 }
 
+struct StreamContext {
+  c10::cuda::CUDAStream stream;
+};
+
+std::shared_ptr<const StreamContext> current_stream_context(at::Device device) {
+  if (!device.is_cuda()) return nullptr;
+  const c10::DeviceIndex index = device.has_index() ? device.index() : c10::cuda::current_device();
+  return std::make_shared<const StreamContext>(StreamContext{c10::cuda::getCurrentCUDAStream(index)});
+}
+
+// CUDAStreamGuard makes the stream's device current too, and restores both.
+struct StreamContextScope::Impl {
+  c10::cuda::CUDAStreamGuard guard;
+  explicit Impl(c10::cuda::CUDAStream s) : guard(s) {}
+};
+
+StreamContextScope::StreamContextScope(const std::shared_ptr<const StreamContext>& context) {
+  if (context) impl_ = std::make_unique<Impl>(context->stream);
+}
+
+StreamContextScope::~StreamContextScope() = default;
+
 #else
+
+struct StreamContext {};
+std::shared_ptr<const StreamContext> current_stream_context(at::Device) { return nullptr; }
+struct StreamContextScope::Impl {};
+StreamContextScope::StreamContextScope(const std::shared_ptr<const StreamContext>&) {}
+StreamContextScope::~StreamContextScope() = default;
 
 struct StreamMark {};
 std::shared_ptr<StreamMark> mark_stream(at::Device) { return nullptr; }

@@ -44,4 +44,24 @@ class SideStreamScope {
   std::unique_ptr<Impl> impl_;
 };
 
+// The calling thread's current GPU and stream for `device` (null on the
+// CPU), and a scope that makes them current on another thread: for a helper
+// thread that runs part of this thread's work (run_interruptible's), whose
+// kernels then queue where this thread's would, the side stream above
+// included. CUDA's current device and stream are per thread.
+struct StreamContext;
+std::shared_ptr<const StreamContext> current_stream_context(at::Device device);
+
+class StreamContextScope {
+ public:
+  explicit StreamContextScope(const std::shared_ptr<const StreamContext>& context);
+  ~StreamContextScope();
+  StreamContextScope(const StreamContextScope&) = delete;
+  StreamContextScope& operator=(const StreamContextScope&) = delete;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 }  // namespace grpo::model

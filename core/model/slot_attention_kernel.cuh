@@ -2,13 +2,14 @@
 // a decoding step's attention over the slot cache, a block per (split, kv
 // head, row). A header of its own so that the CPU's tests can run the same
 // code on the host, block by block and thread by thread
-// (tests/model/slot_attention_kernel_test.cpp); only LibTorch-free code here.
+// (tests/model/slot_attention_kernel_test.cpp).
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 
+#include "model/kernel_build.h"
 #include "model/slot_attention_math.h"
 
 // The block's dynamic shared memory, as floats (the host's tests define
@@ -18,6 +19,7 @@
 #endif
 
 namespace grpo::model::gpu::attention {
+inline namespace GRPO_KERNEL_BUILD {
 
 constexpr int kWarpSize = 32;
 constexpr int kThreads = 128;
@@ -231,4 +233,5 @@ inline Shape shape_of(const at::Tensor& q, const at::Tensor& cos, const at::Tens
           D <= kThreads ? static_cast<int>(kThreads / D) : 1};
 }
 
+}  // namespace GRPO_KERNEL_BUILD
 }  // namespace grpo::model::gpu::attention

@@ -61,7 +61,8 @@ at::Tensor SlotCache::rotate_and_attend(size_t layer, const at::Tensor& q, const
   if (cpu::applies({q, keys, values}))
     return cpu::slot_attention(apply_rope(q, cos, sin), keys, values, positions_, span_, scale);
   if (attention_counters_.defined() && gpu::applies({q, cos, sin, keys, values}) && cos.dim() == 3 &&
-      cos.size(0) == b && gpu::math::attention_fits(q.size(1) / keys.size(1), q.size(3)))
+      cos.size(0) == b && b <= 65535 && q.size(3) % 2 == 0 &&
+      gpu::math::attention_fits(q.size(1) / keys.size(1), q.size(3)))
     return gpu::slot_attention(q, cos, sin, keys, values, positions_, span_, scale, attention_counters_);
   return {};
 }

@@ -113,11 +113,12 @@ GenerationBatch GrpoTrainer::generate(const std::vector<const Prompt*>& prompts,
         [this, requests, state, turn_metrics, prefix] {
           return conversations_->run(*rollout_.sampler, requests, s_.sampling.options, state, *turn_metrics, prefix);
         },
-        what);
+        what, s_.model.device);
     m = *turn_metrics;
   } else {
     out.samples = run_interruptible<std::vector<Sample>>(
-        [this, requests] { return rollout_.sampler->generate(requests, s_.sampling.options); }, what);
+        [this, requests] { return rollout_.sampler->generate(requests, s_.sampling.options); }, what,
+        s_.model.device);
     // What was sampled is the ids: rewards score their decoding by the run's
     // tokenizer, whatever text the sampler sent (or did not).
     for (Sample& c : out.samples) c.text = tokenizer_.decode_sampled(c.ids, /*skip_special_tokens=*/true);

@@ -112,7 +112,7 @@ void GrpoTrainer::push_weights_to_server(uint32_t flags, const std::string& what
           rollout_.sampler->load_weights(rollout_.views->tensors(), flags);
           return true;
         },
-        what + " being pushed to the rollout server");
+        what + " being pushed to the rollout server", s_.model.device);
   world_.barrier(dist::Channel::Train, what + " pushed to the rollout server by rank 0");
 }
 

@@ -13,6 +13,8 @@
 #include <string>
 #include <thread>
 
+#include "model/side_stream.h"
+
 namespace grpo::trainer {
 
 // Thrown when a stop was requested while `what` was still running. That call
@@ -45,12 +47,14 @@ inline constexpr std::chrono::seconds kStopGrace{3};
 
 // fn() on a thread of its own; its result, or StopRequested(what) once a stop
 // has been requested and fn() has not returned kStopGrace later. Exceptions
-// of fn() reach the caller.
+// of fn() reach the caller. On a GPU `device`, fn()'s kernels queue on the
+// caller's current stream, as if the caller ran it.
 template <class T>
-T run_interruptible(std::function<T()> fn, const std::string& what) {
+T run_interruptible(std::function<T()> fn, const std::string& what, at::Device device = at::kCPU) {
   auto result = std::make_shared<std::promise<T>>();
   std::future<T> done = result->get_future();
-  std::thread([result, fn = std::move(fn)] {
+  std::thread([result, fn = std::move(fn), context = model::current_stream_context(device)] {
+    const model::StreamContextScope on(context);
     try {
       result->set_value(fn());
     } catch (...) {

@@ -93,8 +93,8 @@ TEST(TrainGpu, FiveFloat32StepsOnTheGpuEqualTheCpusRun) {
 // async_generate on a GPU samples the next batch on a stream of its own
 // while this one trains (model/side_stream.h): what it samples, from the
 // sampler's copy of the weights of one step before, and what the steps
-// compute are the CPU's async run's, so no kernel of either stream read
-// what the other had not finished writing.
+// compute are the CPU's async run's. (A check of the results the streams
+// give; where each kernel runs is SideStream.*'s.)
 TEST(TrainGpu, AsyncGenerationOnItsOwnStreamTrainsAsTheCpusAsyncRun) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   const std::string dir = tiny_run_dir("train_gpu_async");

@@ -5,12 +5,17 @@
 // it checks is the kernel's indexing, its barriers and its arithmetic; not
 // the GPU's memory model or its speed (the GPU's tests do that).
 //
-// Include this after every other header but the kernel's; the kernel may use
-// threadIdx, blockIdx, blockDim, __syncthreads, the warp's __shfl_xor_sync,
-// __shfl_up_sync, __shfl_sync and __ballot_sync (every lane of the warp
-// taking part, with the full mask), __clz, __ffs, atomicInc, __threadfence,
-// __ldcg, function-local __shared__ variables and GRPO_DYNAMIC_SHARED for
-// its dynamic shared memory.
+// Include this after every other header but the kernel's: its macros stay
+// defined to the end of the file, and it renames kernel_build.h's namespace,
+// so the emulated copy never links in place of the CUDA build's. The kernel
+// may use threadIdx, blockIdx, blockDim, __syncthreads, the warp's
+// __shfl_xor_sync, __shfl_up_sync, __shfl_sync and __ballot_sync (every lane
+// of the warp taking part, with the full mask), __clz, __ffs, atomicInc,
+// __threadfence, __ldcg, function-local __shared__ variables and
+// GRPO_DYNAMIC_SHARED for its dynamic shared memory (NaN until written).
+// Function-local __shared__ variables become statics that the blocks, run one
+// at a time, share: a block that read one before writing it would see the
+// last block's value rather than garbage.
 #pragma once
 
 #include <algorithm>
@@ -156,6 +161,8 @@ void launch(Index grid, int threads, size_t shared_bytes, uint32_t seed, Kernel 
 
 }  // namespace grpo::testing::cuda_emulation
 
+#undef GRPO_KERNEL_BUILD
+#define GRPO_KERNEL_BUILD host_emulation
 #define __global__
 #define __device__
 #define __launch_bounds__(n)

@@ -68,14 +68,18 @@ TEST_F(GpuAttention, SlotAttentionIsTheRotationAndTheMaskedAttentionSplitOrNot) 
     // (rows, kv heads, query heads per kv head, head dim, span): Qwen2.5-0.5B's
     // heads for one long row and for many rows over a tile of keys (one block
     // each), 7B's, the most query heads per kv head with the largest head dim,
-    // and a head dim of 40.
+    // a head dim of 40; then blocks that walk several tiles (a running
+    // softmax): many rows of 600 keys unsplit, one row of 40,000 keys split
+    // 64 ways.
     struct Case {
       int64_t b, kv_heads, rep, D, span;
       bool split;
     };
     const int64_t many = multiprocessors();  // x 2 kv heads: fills the GPU twice, no split
-    for (const Case c : {Case{1, 2, 7, 64, 3000, true}, Case{many, 2, 7, 64, 128, false}, Case{3, 4, 7, 128, 1500, true},
-                         Case{2, 1, 16, 256, 700, true}, Case{5, 3, 1, 40, 129, true}, Case{4, 2, 7, 64, 100, false}}) {
+    for (const Case c : {Case{1, 2, 7, 64, 3000, true}, Case{many, 2, 7, 64, 128, false},
+                         Case{3, 4, 7, 128, 1500, true}, Case{2, 1, 16, 256, 700, true}, Case{5, 3, 1, 40, 129, true},
+                         Case{4, 2, 7, 64, 100, false}, Case{many, 2, 4, 32, 600, false},
+                         Case{1, 2, 7, 64, 40000, true}}) {
       SCOPED_TRACE(::testing::Message() << dtype << " b " << c.b << " kv " << c.kv_heads << " rep " << c.rep << " D "
                                         << c.D << " span " << c.span);
       ASSERT_EQ(gpu::math::attention_split(c.b, c.kv_heads, c.span, multiprocessors()).splits > 1, c.split);

@@ -14,6 +14,7 @@
 #include <limits>
 #include <vector>
 
+#include "model/cuda_kernel_math.h"
 // After every other header: it defines CUDA's keywords for the kernel's source.
 #include "cuda_block_emulation.h"
 #include "model/sample_kernel.cuh"
@@ -23,13 +24,16 @@ namespace sampling = grpo::model::gpu::sampling;
 
 namespace {
 
+// The launch sample_rows makes, on the host; `threads` per block (the
+// kernel takes any multiple of 32: the device's 1024 cost the host an OS
+// thread each).
 std::pair<std::vector<int64_t>, std::vector<float>> emulate(const at::Tensor& logits, double temperature,
-                                                            const at::Tensor& draws) {
+                                                            const at::Tensor& draws, int threads) {
   const int64_t B = logits.size(0), V = logits.size(1);
   std::vector<int64_t> tokens(B, -1);
   std::vector<float> logprobs(B, NAN);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, logits.scalar_type(), "emulated_sample_rows", [&] {
-    emu::launch({static_cast<unsigned int>(B), 1, 1}, sampling::kSampleThreads, 0, /*seed=*/3,
+    emu::launch({static_cast<unsigned int>(B), 1, 1}, threads, 0, /*seed=*/3,
                 sampling::sample_kernel<scalar_t>, logits.const_data_ptr<scalar_t>(), logits.stride(0), V,
                 1.0f / static_cast<float>(temperature), draws.const_data_ptr<float>(), tokens.data(),
                 logprobs.data());
@@ -50,7 +54,8 @@ TEST_P(SampleKernel, EachRowsIdHoldsItsDrawInTheCumulativeDistribution) {
       at::Tensor draws = at::rand({B});
       draws[1] = 0.0f;
       draws[2] = 0.99999994f;
-      const auto [tokens, logprobs] = emulate(logits, temperature, draws);
+      // The device's block for the small vocabulary (most segments empty), a quarter of it for the larger.
+      const auto [tokens, logprobs] = emulate(logits, temperature, draws, V < 100 ? sampling::kSampleThreads : 256);
       // In double: the scaled logits as the kernel scales them (times the
       // float reciprocal), their distribution, and where each draw falls.
       const at::Tensor scaled = logits.to(at::kFloat) * (1.0f / static_cast<float>(temperature));

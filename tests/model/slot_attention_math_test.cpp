@@ -3,7 +3,7 @@
 // split, the splits filling the GPU only when rows do not, and parts computed
 // over the splits (and over tiles within them, as a block walks its keys)
 // joining to softmax attention over all the keys. The kernel itself runs in
-// the GPU's tests (gpu_attention_test.cpp).
+// slot_attention_kernel_test.cpp (on the host) and gpu_attention_test.cpp.
 #include <gtest/gtest.h>
 #include <torch/types.h>
 
