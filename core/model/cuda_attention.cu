@@ -24,6 +24,16 @@ namespace grpo::model::gpu {
 
 using detail::check_on_device_of;
 
+bool slot_attention_applies(const at::Tensor& q, const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& keys,
+                            const at::Tensor& values) {
+  if (!applies({q, cos, sin, keys, values}) || q.dim() != 4 || q.size(2) != 1 || q.size(3) % 2 != 0) return false;
+  const int64_t b = q.size(0);
+  return cos.dim() == 3 && cos.size(0) == b && cos.size(1) == 1 && sin.sizes() == cos.sizes() && keys.dim() == 4 &&
+         keys.size(0) == b && keys.size(3) == q.size(3) && keys.stride(3) == 1 && q.size(1) % keys.size(1) == 0 &&
+         values.sizes() == keys.sizes() && values.strides() == keys.strides() && b <= 65535 && keys.size(1) <= 65535 &&
+         math::attention_fits(q.size(1) / keys.size(1), q.size(3));
+}
+
 at::Tensor slot_attention(const at::Tensor& q, const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& keys,
                           const at::Tensor& values, const at::Tensor& positions, int64_t span, double scale,
                           const at::Tensor& counters) {

@@ -75,6 +75,12 @@ at::Tensor slot_attention(const at::Tensor& q, const at::Tensor& cos, const at::
                           const at::Tensor& values, const at::Tensor& positions, int64_t span, double scale,
                           const at::Tensor& counters);
 
+// Whether slot_attention takes these tensors: applies() holds for them and
+// their shapes are ones the kernel serves (else the caller keeps LibTorch's
+// attention).
+bool slot_attention_applies(const at::Tensor& q, const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& keys,
+                            const at::Tensor& values);
+
 // What a decoding step in slots computes before its first layer, for rows at
 // positions [b] (int64 on the device) attending over `span` keys, with the
 // rotary frequencies inv_freq [D/2] (float32, on the device): cos and sin

@@ -28,6 +28,10 @@ at::Tensor slot_attention(const at::Tensor&, const at::Tensor&, const at::Tensor
                           const at::Tensor&, int64_t, double, const at::Tensor&) {
   absent("slot_attention");
 }
+bool slot_attention_applies(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                            const at::Tensor&) {
+  return false;
+}
 std::tuple<at::Tensor, at::Tensor, at::Tensor> step_prelude(const at::Tensor&, const at::Tensor&, int64_t,
                                                             at::ScalarType) {
   absent("step_prelude");

@@ -7,7 +7,6 @@
 #include "model/cpu_kernels.h"
 #include "model/cuda_kernels.h"
 #include "model/rope.h"
-#include "model/slot_attention_math.h"
 
 namespace grpo::model {
 
@@ -60,9 +59,7 @@ at::Tensor SlotCache::rotate_and_attend(size_t layer, const at::Tensor& q, const
   const at::Tensor keys = layers_.at(layer).first.narrow(0, 0, b), values = layers_[layer].second.narrow(0, 0, b);
   if (cpu::applies({q, keys, values}))
     return cpu::slot_attention(apply_rope(q, cos, sin), keys, values, positions_, span_, scale);
-  if (attention_counters_.defined() && gpu::applies({q, cos, sin, keys, values}) && cos.dim() == 3 &&
-      cos.size(0) == b && b <= 65535 && q.size(3) % 2 == 0 &&
-      gpu::math::attention_fits(q.size(1) / keys.size(1), q.size(3)))
+  if (attention_counters_.defined() && gpu::slot_attention_applies(q, cos, sin, keys, values))
     return gpu::slot_attention(q, cos, sin, keys, values, positions_, span_, scale, attention_counters_);
   return {};
 }

@@ -47,10 +47,11 @@ inline constexpr std::chrono::seconds kStopGrace{3};
 
 // fn() on a thread of its own; its result, or StopRequested(what) once a stop
 // has been requested and fn() has not returned kStopGrace later. Exceptions
-// of fn() reach the caller. On a GPU `device`, fn()'s kernels queue on the
-// caller's current stream, as if the caller ran it.
+// of fn() reach the caller. `device` is the one fn() computes on: on a GPU,
+// fn()'s kernels queue on the caller's current stream there, as if the caller
+// ran it (no default: a caller that forgot it would queue on the default stream).
 template <class T>
-T run_interruptible(std::function<T()> fn, const std::string& what, at::Device device = at::kCPU) {
+T run_interruptible(std::function<T()> fn, const std::string& what, at::Device device) {
   auto result = std::make_shared<std::promise<T>>();
   std::future<T> done = result->get_future();
   std::thread([result, fn = std::move(fn), context = model::current_stream_context(device)] {

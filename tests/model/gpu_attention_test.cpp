@@ -4,7 +4,8 @@
 // kv head and rows split among blocks, grouped query heads, rows at their
 // first position or past the span, keys past a row's position never read,
 // its counters left zero, and the same on the CPU's counterpart; under a
-// captured CUDA graph its replays follow new positions.
+// captured CUDA graph its replays follow new positions; the slot cache hands
+// it the shapes it serves and keeps LibTorch's attention for the others.
 #include <gtest/gtest.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAGraph.h>
@@ -20,6 +21,7 @@
 
 #include "model/cpu_kernels.h"
 #include "model/cuda_kernels.h"
+#include "model/fused_scope.h"
 #include "model/model_config.h"
 #include "model/rope.h"
 #include "model/slot_attention_math.h"
@@ -113,6 +115,26 @@ TEST_F(GpuAttention, SlotAttentionIsTheRotationAndTheMaskedAttentionSplitOrNot) 
       EXPECT_TRUE(at::allclose(cpu.to(at::kDouble), want, tolerance(dtype), tolerance(dtype)));
     }
   }
+}
+
+TEST_F(GpuAttention, AppliesToTheShapesItServesInsideAFusedScope) {
+  const at::TensorOptions on = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
+  // rows b, kv heads, query heads, head dim: q [b, heads, 1, D] over caches [b, kv, 64, D].
+  auto applies = [&](int64_t b, int64_t kv, int64_t heads, int64_t D, at::TensorOptions options) {
+    const at::Tensor q = at::randn({b, heads, 1, D}, options), cos = at::randn({b, 1, D}, options);
+    const at::Tensor keys = at::randn({b, kv, 64, D}, options), values = at::randn({b, kv, 64, D}, options);
+    return gpu::slot_attention_applies(q, cos, cos, keys, values);
+  };
+  EXPECT_FALSE(applies(2, 2, 14, 64, on)) << "outside a FusedScope";
+  const FusedScope fused;
+  EXPECT_TRUE(applies(2, 2, 14, 64, on)) << "Qwen2.5-0.5B's heads";
+  EXPECT_TRUE(applies(3, 1, 16, 256, on)) << "the most query heads per kv head, the largest head dim";
+  EXPECT_FALSE(applies(2, 1, 17, 64, on)) << "17 query heads per kv head";
+  EXPECT_FALSE(applies(2, 1, 8, 288, on)) << "a head dim past 256";
+  EXPECT_FALSE(applies(2, 2, 14, 64, on.device(at::kCPU))) << "on the CPU";
+  const at::Tensor q = at::randn({2, 14, 2, 64}, on), cos = at::randn({2, 2, 64}, on);
+  const at::Tensor keys = at::randn({2, 2, 64, 64}, on);
+  EXPECT_FALSE(gpu::slot_attention_applies(q, cos, cos, keys, keys)) << "two queries per row (a prefill)";
 }
 
 TEST_F(GpuAttention, KeysPastARowsPositionAreNeverRead) {

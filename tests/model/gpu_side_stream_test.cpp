@@ -75,7 +75,7 @@ TEST(SideStream, WorkHandedToAnInterruptibleThreadQueuesOnTheCallersStream) {
   EXPECT_EQ(theirs, mine);
   EXPECT_NE(theirs, c10::cuda::getDefaultCUDAStream(0));
   // On the CPU the helper thread is left as it is.
-  EXPECT_EQ(grpo::trainer::run_interruptible<int>([] { return 7; }, "a CPU call"), 7);
+  EXPECT_EQ(grpo::trainer::run_interruptible<int>([] { return 7; }, "a CPU call", at::kCPU), 7);
 }
 
 }  // namespace
