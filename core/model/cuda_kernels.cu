@@ -15,15 +15,13 @@
 #include "model/cuda_common.cuh"
 #include "model/cuda_kernel_math.h"
 #include "model/fused_scope.h"
+#include "model/norm_kernel.cuh"
 #include "model/row_layout.h"
 
 namespace grpo::model::gpu {
 
-using detail::Add;
 using detail::blocks_for;
-using detail::block_reduce;
 using detail::check_on_device_of;
-using detail::kWarp;
 
 namespace {
 
@@ -35,27 +33,6 @@ bool enabled_by_environment() {
 }
 
 std::atomic<bool> g_enabled{enabled_by_environment()};
-
-// One block per row of N: out = rms_norm(x (+ residual)); with a residual,
-// sum = x + residual, the row the normalisation reads.
-template <class T>
-__global__ void rms_norm_kernel(const T* __restrict__ x, const T* __restrict__ residual, const T* __restrict__ weight,
-                                T* __restrict__ sum, T* __restrict__ out, int64_t N, float eps) {
-  const int64_t offset = static_cast<int64_t>(blockIdx.x) * N;
-  auto input = [&](int64_t i) { return residual ? math::add_value(x[offset + i], residual[offset + i]) : x[offset + i]; };
-  float squares = 0.0f;
-  for (int64_t i = threadIdx.x; i < N; i += blockDim.x) {
-    const T h = input(i);
-    if (sum) sum[offset + i] = h;
-    const float v = static_cast<float>(h);
-    squares = math::add_rn(squares, math::mul_rn(v, v));
-  }
-  // at:: takes the mean (the sum times the float 1/N), adds eps and takes
-  // rsqrt in float32 (CUDA's rsqrtf).
-  const float mean = math::mul_rn(block_reduce(squares, Add{}, 0.0f), 1.0f / static_cast<float>(N));
-  const float inv = rsqrtf(math::add_rn(mean, eps));
-  for (int64_t i = threadIdx.x; i < N; i += blockDim.x) out[offset + i] = math::rms_norm_value(input(i), weight[i], inv);
-}
 
 template <class T>
 __global__ void silu_mul_kernel(const T* __restrict__ gate, const T* __restrict__ up, T* __restrict__ out, int64_t n,
@@ -99,9 +76,9 @@ void launch_rms_norm(const at::Tensor& x, const at::Tensor& residual, const at::
   if (rows == 0 || N == 0) return;
   TORCH_CHECK(rows <= INT32_MAX, "rms_norm: ", rows, " rows are more than one launch takes");
   const c10::cuda::CUDAGuard guard(x.device());
-  const int threads = static_cast<int>(std::min<int64_t>(256, (N + kWarp - 1) / kWarp * kWarp));
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "grpo_rms_norm", [&] {
-    rms_norm_kernel<scalar_t><<<static_cast<unsigned int>(rows), threads, 0, at::cuda::getCurrentCUDAStream()>>>(
+    norm::rms_norm_kernel<scalar_t>
+        <<<static_cast<unsigned int>(rows), norm::threads_for(N), 0, at::cuda::getCurrentCUDAStream()>>>(
         x.const_data_ptr<scalar_t>(), residual.defined() ? residual.const_data_ptr<scalar_t>() : nullptr,
         weight.const_data_ptr<scalar_t>(), sum.defined() ? sum.mutable_data_ptr<scalar_t>() : nullptr,
         out.mutable_data_ptr<scalar_t>(), N, static_cast<float>(eps));

@@ -11,8 +11,9 @@
 // may use threadIdx, blockIdx, blockDim, __syncthreads, the warp's
 // __shfl_xor_sync, __shfl_up_sync, __shfl_sync and __ballot_sync (every lane
 // of the warp taking part, with the full mask), __clz, __ffs, atomicInc,
-// __threadfence, __ldcg, function-local __shared__ variables and
-// GRPO_DYNAMIC_SHARED for its dynamic shared memory (NaN until written).
+// __threadfence, __ldcg, rsqrtf (as 1 / sqrtf: the device's is within 2 ulp
+// of it), function-local __shared__ variables and GRPO_DYNAMIC_SHARED for
+// its dynamic shared memory (NaN until written).
 // Function-local __shared__ variables become statics that the blocks, run one
 // at a time, share: a block that read one before writing it would see the
 // last block's value rather than garbage.
@@ -20,6 +21,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -180,4 +182,5 @@ void launch(Index grid, int threads, size_t shared_bytes, uint32_t seed, Kernel 
 #define atomicInc(at, limit) ::grpo::testing::cuda_emulation::atomic_inc((at), (limit))
 #define __threadfence() std::atomic_thread_fence(std::memory_order_seq_cst)
 #define __ldcg(at) (*(at))
+#define rsqrtf(x) (1.0f / std::sqrt(static_cast<float>(x)))
 #define GRPO_DYNAMIC_SHARED(name) float* name = ::grpo::testing::cuda_emulation::dynamic_shared()
