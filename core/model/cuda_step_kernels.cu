@@ -14,45 +14,12 @@
 #include "model/cuda_kernel_math.h"
 #include "model/cuda_kernels.h"
 #include "model/sample_kernel.cuh"
+#include "model/step_kernels.cuh"
 
 namespace grpo::model::gpu {
 
 using detail::blocks_for;
 using detail::check_on_device_of;
-
-namespace {
-
-// Element i of the step's inputs, row r = i / (D + span): columns below D
-// are its cos and sin, the rest its mask.
-template <class T>
-__global__ void step_prelude_kernel(const int64_t* __restrict__ positions, const float* __restrict__ inv_freq,
-                                    T* __restrict__ cos, T* __restrict__ sin, T* __restrict__ mask, int64_t n,
-                                    int64_t D, int64_t span) {
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t r = i / (D + span), c = i - r * (D + span), position = positions[r];
-    if (c < D) {
-      // cosf/sinf as LibTorch's float32 cos and sin call them (no fast math), rounded to T after.
-      const float angle = math::rope_angle(position, inv_freq, D / 2, c);
-      cos[r * D + c] = static_cast<T>(cosf(angle));
-      sin[r * D + c] = static_cast<T>(sinf(angle));
-    } else {
-      mask[r * span + (c - D)] = math::step_mask_value<T>(position, c - D);
-    }
-  }
-}
-
-__global__ void record_step_kernel(const int64_t* __restrict__ sampled, const float* __restrict__ logprob,
-                                   const int64_t* __restrict__ budget, const int64_t* __restrict__ stop_ids,
-                                   bool* done, int64_t* generated, int64_t* positions, int64_t* tokens,
-                                   int64_t* out_ids, float* out_logprobs, math::StepBooks books, int64_t rows) {
-  const int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (r < rows)
-    math::record_step_row(r, sampled, logprob, budget, stop_ids, done, generated, positions, tokens, out_ids,
-                          out_logprobs, books);
-}
-
-}  // namespace
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> step_prelude(const at::Tensor& positions, const at::Tensor& inv_freq,
                                                             int64_t span, at::ScalarType dtype) {
@@ -72,7 +39,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> step_prelude(const at::Tensor& po
   const c10::cuda::CUDAGuard guard(positions.device());
   constexpr int kThreads = 256;
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, dtype, "grpo_step_prelude", [&] {
-    step_prelude_kernel<scalar_t><<<blocks_for(n, kThreads), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+    step::step_prelude_kernel<scalar_t>
+        <<<blocks_for(n, kThreads), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
         positions.const_data_ptr<int64_t>(), inv_freq.const_data_ptr<float>(), cos.mutable_data_ptr<scalar_t>(),
         sin.mutable_data_ptr<scalar_t>(), mask.mutable_data_ptr<scalar_t>(), n, D, span);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -128,7 +96,7 @@ void record_step(const at::Tensor& sampled_in, const at::Tensor& logprobs_in, co
   const math::StepBooks books{out_ids.size(1), out_ids.stride(0), stop_ids.size(1), stop_ids.stride(0)};
   const c10::cuda::CUDAGuard guard(device);
   constexpr int kThreads = 128;
-  record_step_kernel<<<static_cast<unsigned int>((b + kThreads - 1) / kThreads), kThreads, 0,
+  step::record_step_kernel<<<static_cast<unsigned int>((b + kThreads - 1) / kThreads), kThreads, 0,
                        at::cuda::getCurrentCUDAStream()>>>(
       sampled.const_data_ptr<int64_t>(), logprobs.const_data_ptr<float>(), budget.const_data_ptr<int64_t>(),
       stop_ids.const_data_ptr<int64_t>(), done.mutable_data_ptr<bool>(), generated.mutable_data_ptr<int64_t>(),

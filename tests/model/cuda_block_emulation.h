@@ -8,7 +8,7 @@
 // Include this after every other header but the kernel's: its macros stay
 // defined to the end of the file, and it renames kernel_build.h's namespace,
 // so the emulated copy never links in place of the CUDA build's. The kernel
-// may use threadIdx, blockIdx, blockDim, __syncthreads, the warp's
+// may use threadIdx, blockIdx, blockDim, gridDim, __syncthreads, the warp's
 // __shfl_xor_sync, __shfl_up_sync, __shfl_sync and __ballot_sync (every lane
 // of the warp taking part, with the full mask), __clz, __ffs, atomicInc,
 // __threadfence, __ldcg, rsqrtf (as 1 / sqrtf: the device's is within 2 ulp
@@ -70,13 +70,13 @@ class Barrier {
 };
 
 struct Block {
-  Index index, dim;
+  Index index, dim, grid;
   std::vector<float> shared;  // dynamic shared memory, NaN until written
   Barrier all;
   std::vector<std::unique_ptr<Barrier>> warp_barriers;
   std::vector<double> warp_slots;  // a float or a predicate per lane
-  Block(Index i, Index d, size_t shared_floats, int threads)
-      : index(i), dim(d), shared(shared_floats, std::numeric_limits<float>::quiet_NaN()), all(threads),
+  Block(Index i, Index d, Index g, size_t shared_floats, int threads)
+      : index(i), dim(d), grid(g), shared(shared_floats, std::numeric_limits<float>::quiet_NaN()), all(threads),
         warp_slots(static_cast<size_t>(threads)) {
     for (int w = 0; w < threads / 32; ++w) warp_barriers.push_back(std::make_unique<Barrier>(32));
   }
@@ -92,6 +92,7 @@ inline float* dynamic_shared() { return t_block->shared.data(); }
 inline void sync_threads() { t_block->all.wait(); }
 
 inline const Index& block_dim() { return t_block->dim; }
+inline const Index& grid_dim() { return t_block->grid; }
 
 // Every lane of the warp puts v in its slot, then each calls read(slots of
 // the warp, its lane) once all are there.
@@ -149,7 +150,7 @@ void launch(Index grid, int threads, size_t shared_bytes, uint32_t seed, Kernel 
       for (unsigned int x = 0; x < grid.x; ++x) blocks.push_back({x, y, z});
   std::shuffle(blocks.begin(), blocks.end(), std::mt19937(seed));
   for (const Index& at : blocks) {
-    Block block(at, {static_cast<unsigned int>(threads), 1, 1}, shared_bytes / sizeof(float), threads);
+    Block block(at, {static_cast<unsigned int>(threads), 1, 1}, grid, shared_bytes / sizeof(float), threads);
     std::vector<std::thread> pool;
     for (int t = 0; t < threads; ++t)
       pool.emplace_back([&, t] {
@@ -172,6 +173,7 @@ void launch(Index grid, int threads, size_t shared_bytes, uint32_t seed, Kernel 
 #define threadIdx (::grpo::testing::cuda_emulation::thread_index())
 #define blockIdx (::grpo::testing::cuda_emulation::block_index())
 #define blockDim (::grpo::testing::cuda_emulation::block_dim())
+#define gridDim (::grpo::testing::cuda_emulation::grid_dim())
 #define __syncthreads() ::grpo::testing::cuda_emulation::sync_threads()
 #define __shfl_xor_sync(mask, v, offset) ::grpo::testing::cuda_emulation::shfl_xor((v), (offset))
 #define __shfl_up_sync(mask, v, offset) ::grpo::testing::cuda_emulation::shfl_up((v), (offset))
