@@ -97,7 +97,7 @@ void record_step(const at::Tensor& sampled_in, const at::Tensor& logprobs_in, co
   const c10::cuda::CUDAGuard guard(device);
   constexpr int kThreads = 128;
   step::record_step_kernel<<<static_cast<unsigned int>((b + kThreads - 1) / kThreads), kThreads, 0,
-                       at::cuda::getCurrentCUDAStream()>>>(
+                             at::cuda::getCurrentCUDAStream()>>>(
       sampled.const_data_ptr<int64_t>(), logprobs.const_data_ptr<float>(), budget.const_data_ptr<int64_t>(),
       stop_ids.const_data_ptr<int64_t>(), done.mutable_data_ptr<bool>(), generated.mutable_data_ptr<int64_t>(),
       positions.mutable_data_ptr<int64_t>(), tokens.mutable_data_ptr<int64_t>(), out_ids.mutable_data_ptr<int64_t>(),

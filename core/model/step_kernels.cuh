@@ -34,10 +34,12 @@ __global__ void step_prelude_kernel(const int64_t* __restrict__ positions, const
   }
 }
 
-__global__ void record_step_kernel(const int64_t* __restrict__ sampled, const float* __restrict__ logprob,
-                                   const int64_t* __restrict__ budget, const int64_t* __restrict__ stop_ids,
-                                   bool* done, int64_t* generated, int64_t* positions, int64_t* tokens,
-                                   int64_t* out_ids, float* out_logprobs, math::StepBooks books, int64_t rows) {
+// static: a function of a header, each file that includes it has its own.
+static __global__ void record_step_kernel(const int64_t* __restrict__ sampled, const float* __restrict__ logprob,
+                                          const int64_t* __restrict__ budget, const int64_t* __restrict__ stop_ids,
+                                          bool* done, int64_t* generated, int64_t* positions, int64_t* tokens,
+                                          int64_t* out_ids, float* out_logprobs, math::StepBooks books,
+                                          int64_t rows) {
   const int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (r < rows)
     math::record_step_row(r, sampled, logprob, budget, stop_ids, done, generated, positions, tokens, out_ids,
