@@ -21,27 +21,15 @@
 #include "model/rope.h"
 #include "model/sampling.h"
 #include "model/weights.h"
+#include "rounding_steps.h"
 
 using namespace grpo::model;
+using grpo::testing::expect_within_steps;
 
 namespace {
 
 const std::string kDir = GRPO_TEST_DATA_DIR "/tiny-qwen2";
 const at::ScalarType kDtypes[] = {at::kFloat, at::kBFloat16, at::kHalf};
-
-// The relative spacing of the dtype's numbers: one rounding step.
-double step_of(at::ScalarType t) { return t == at::kFloat ? 0x1p-23 : t == at::kBFloat16 ? 0x1p-7 : 0x1p-10; }
-
-// Every element of got within `steps` rounding steps of want's.
-void expect_within_steps(const at::Tensor& got, const at::Tensor& want, double steps, const std::string& what) {
-  ASSERT_EQ(got.sizes(), want.sizes()) << what;
-  ASSERT_EQ(got.scalar_type(), want.scalar_type()) << what;
-  const at::Tensor g = got.to(at::kCPU, at::kDouble), w = want.to(at::kCPU, at::kDouble);
-  const double floor = 1e-6 * w.abs().max().item<double>();
-  const at::Tensor bound = w.abs() * (steps * step_of(want.scalar_type())) + floor;
-  const at::Tensor over = (g - w).abs() > bound;
-  EXPECT_EQ(over.sum().item<int64_t>(), 0) << what << ": largest difference " << (g - w).abs().max().item<double>();
-}
 
 class GpuKernels : public ::testing::Test {
  protected:

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "model/cuda_kernel_math.h"
+#include "rounding_steps.h"
 // After every other header: it defines CUDA's keywords for the kernel's source.
 #include "cuda_block_emulation.h"
 #include "model/norm_kernel.cuh"
@@ -48,15 +49,6 @@ at::Tensor hugging_face_rms_norm(const at::Tensor& h, const at::Tensor& weight) 
   return weight * (f * at::rsqrt(f.pow(2).mean(-1, true) + kEps)).to(h.scalar_type());
 }
 
-// Every element of got within one rounding step of the dtype of want's (the
-// squares add in another order than at::mean's).
-void expect_within_a_step(const at::Tensor& got, const at::Tensor& want, const std::string& what) {
-  const double step = want.scalar_type() == at::kFloat ? 0x1p-23 : 0x1p-7;
-  const at::Tensor g = got.to(at::kDouble), w = want.to(at::kDouble);
-  const at::Tensor over = (g - w).abs() > w.abs() * step + 1e-6 * w.abs().max();
-  EXPECT_EQ(over.sum().item<int64_t>(), 0) << what << ": largest difference " << (g - w).abs().max().item<double>();
-}
-
 TEST(NormKernel, ThreadsAreWholeWarpsUpTo256) {
   EXPECT_EQ(norm::threads_for(16), 32);
   EXPECT_EQ(norm::threads_for(40), 64);
@@ -74,7 +66,7 @@ TEST_P(NormKernelDtypes, IsHuggingFacesRmsNormWithinARoundingStep) {
   for (int64_t N : {16, 40, 128, 1000, 896}) {
     const at::Tensor x = (at::randn({3, N}) * 3).to(dtype), weight = (at::rand({N}) + 0.5).to(dtype);
     const Normed got = emulate(x, {}, weight);
-    expect_within_a_step(got.out, hugging_face_rms_norm(x, weight), "N " + std::to_string(N));
+    grpo::testing::expect_within_steps(got.out, hugging_face_rms_norm(x, weight), 1, "N " + std::to_string(N));
   }
 }
 
@@ -86,7 +78,7 @@ TEST_P(NormKernelDtypes, WithAResidualItIsTheAddToTheBitAndTheNormAfterIt) {
     const Normed got = emulate(x, residual, weight);
     const at::Tensor h = x + residual;
     EXPECT_TRUE(at::equal(got.sum, h)) << "N " << N;
-    expect_within_a_step(got.out, hugging_face_rms_norm(h, weight), "N " + std::to_string(N));
+    grpo::testing::expect_within_steps(got.out, hugging_face_rms_norm(h, weight), 1, "N " + std::to_string(N));
   }
 }
 
