@@ -16,6 +16,7 @@
 #include "model/cuda_kernel_math.h"
 #include "model/fused_scope.h"
 #include "model/norm_kernel.cuh"
+#include "model/pointwise_kernels.cuh"
 #include "model/row_layout.h"
 
 namespace grpo::model::gpu {
@@ -33,37 +34,6 @@ bool enabled_by_environment() {
 }
 
 std::atomic<bool> g_enabled{enabled_by_environment()};
-
-template <class T>
-__global__ void silu_mul_kernel(const T* __restrict__ gate, const T* __restrict__ up, T* __restrict__ out, int64_t n,
-                                int64_t cols, int64_t gate_stride, int64_t up_stride) {
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    if (gate_stride == cols && up_stride == cols) {  // contiguous: no division (the branch is the grid's)
-      out[i] = math::silu_mul_value(gate[i], up[i]);
-      continue;
-    }
-    const int64_t r = i / cols, c = i - r * cols;
-    out[i] = math::silu_mul_value(gate[r * gate_stride + c], up[r * up_stride + c]);
-  }
-}
-
-template <class T>
-__global__ void rope_kernel(const T* __restrict__ x, const T* __restrict__ cos, const T* __restrict__ sin,
-                            T* __restrict__ out, math::RopeShape s, int64_t n) {
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    out[i] = math::rope_value(x, cos, sin, s, i);
-}
-
-template <class T>
-__global__ void rope_into_slots_kernel(const T* __restrict__ k, const T* __restrict__ v, const T* __restrict__ cos,
-                                       const T* __restrict__ sin, const int64_t* __restrict__ positions,
-                                       T* __restrict__ keys, T* __restrict__ values, math::SlotWrite w, int64_t n) {
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    math::write_slot_element(k, v, cos, sin, positions, keys, values, w, i);
-}
 
 // rms_norm over rows of the last dim; with residual defined, of x + residual,
 // written to `sum` too.
@@ -130,7 +100,7 @@ at::Tensor silu_mul(const at::Tensor& gate_in, const at::Tensor& up_in) {
   const c10::cuda::CUDAGuard guard(gate.device());
   constexpr int kThreads = 256;
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, gate.scalar_type(), "grpo_silu_mul", [&] {
-    silu_mul_kernel<scalar_t><<<blocks_for(n, kThreads), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+    pointwise::silu_mul_kernel<scalar_t><<<blocks_for(n, kThreads), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
         gate.const_data_ptr<scalar_t>(), up.const_data_ptr<scalar_t>(), out.mutable_data_ptr<scalar_t>(), n,
         gate.size(-1), row_stride(gate), row_stride(up));
     C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -152,7 +122,7 @@ at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& si
   const c10::cuda::CUDAGuard guard(x.device());
   constexpr int kThreads = 256;
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "grpo_rope", [&] {
-    rope_kernel<scalar_t><<<blocks_for(n, kThreads), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+    pointwise::rope_kernel<scalar_t><<<blocks_for(n, kThreads), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
         x.const_data_ptr<scalar_t>(), cos.const_data_ptr<scalar_t>(), sin.const_data_ptr<scalar_t>(),
         out.mutable_data_ptr<scalar_t>(), s, n);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -181,7 +151,8 @@ void rope_into_slots(const at::Tensor& k, const at::Tensor& v, const at::Tensor&
   const c10::cuda::CUDAGuard guard(k.device());
   constexpr int kThreads = 256;
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, k.scalar_type(), "grpo_rope_into_slots", [&] {
-    rope_into_slots_kernel<scalar_t><<<blocks_for(n, kThreads), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+    pointwise::rope_into_slots_kernel<scalar_t>
+        <<<blocks_for(n, kThreads), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
         k.const_data_ptr<scalar_t>(), v.const_data_ptr<scalar_t>(), cos.const_data_ptr<scalar_t>(),
         sin.const_data_ptr<scalar_t>(), positions.const_data_ptr<int64_t>(), keys.mutable_data_ptr<scalar_t>(),
         values.mutable_data_ptr<scalar_t>(), w, n);
