@@ -58,6 +58,29 @@ void abandon_capture(const c10::cuda::CUDAStream& stream, at::cuda::MempoolId_t 
   }
 }
 
+// Orders what the side stream was given after everything the caller's stream
+// does next, on every way out of the first step of a shape: after a warm-up
+// or a capture that threw too, or the caller's next admission (or the
+// decoder's buffers, freed) would race the side stream's writes.
+class JoinOnExit {
+ public:
+  JoinOnExit(const c10::cuda::CUDAStream& side, const c10::cuda::CUDAStream& caller) : side_(side), caller_(caller) {}
+  JoinOnExit(const JoinOnExit&) = delete;
+  JoinOnExit& operator=(const JoinOnExit&) = delete;
+  ~JoinOnExit() {
+    try {
+      at::cuda::CUDAEvent finished;
+      finished.record(side_);
+      finished.block(caller_);
+    } catch (const std::exception&) {  // a device already failing: the error on its way out says so
+      (void)cudaGetLastError();
+    }
+  }
+
+ private:
+  c10::cuda::CUDAStream side_, caller_;
+};
+
 }  // namespace
 
 void DecodeGraphs::step(SlotDecoder& decoder, int64_t b, int64_t span, at::Device device) {
@@ -73,9 +96,10 @@ void DecodeGraphs::step(SlotDecoder& decoder, int64_t b, int64_t span, at::Devic
   if (!impl_->side || impl_->side->device_index() != device.index())
     impl_->side = c10::cuda::getStreamFromPool(false, device.index());
   const c10::cuda::CUDAStream side = *impl_->side;
-  at::cuda::CUDAEvent ready, finished;
+  at::cuda::CUDAEvent ready;
   ready.record(caller);  // what the caller queued (the rows' admission) comes first
   ready.block(side);
+  const JoinOnExit join(side, caller);
   {
     c10::cuda::CUDAStreamGuard on_side(side);
     decoder.step(b, span);  // this step's work, and the warm-up capture needs
@@ -100,8 +124,6 @@ void DecodeGraphs::step(SlotDecoder& decoder, int64_t b, int64_t span, at::Devic
     }
     impl_->graphs.emplace(std::make_pair(b, span), std::move(graph));
   }
-  finished.record(side);
-  finished.block(caller);
 }
 
 void DecodeGraphs::clear() {

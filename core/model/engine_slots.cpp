@@ -27,9 +27,13 @@ int64_t batch_bucket(int64_t occupied_to, int64_t slots) {
   return std::min(b, slots);
 }
 
+// What a captured step reads of the model by address: its parameters and
+// its buffers (the rotary inv_freq, which the step prelude reads; a move
+// to another dtype gives it new memory).
 std::vector<const void*> storage_of(const CausalLM& model) {
   std::vector<const void*> out;
   for (const auto& p : model->parameters()) out.push_back(p.data_ptr());
+  for (const auto& b : model->buffers()) out.push_back(b.data_ptr());
   return out;
 }
 
@@ -39,10 +43,8 @@ bool same_filters(const SamplingParams& a, const SamplingParams& b) {
          a.repetition_penalty == b.repetition_penalty;
 }
 
-}  // namespace
-
-namespace {
 constexpr int64_t kSlotMarginBytes = int64_t{1} << 30;
+
 }  // namespace
 
 // A decoder large enough for this call, kept for the next ones: its shape
