@@ -9,6 +9,10 @@ namespace grpo::model {
 
 at::Device choose_device(bool use_cpu, int local_rank, int visible) {
   if (use_cpu || visible == 0) return at::kCPU;
+  // The one GPU a launcher bound to this process (Slurm's --gpus-per-task=1
+  // leaves each task one, whatever its LOCAL_RANK); ranks that turn out to
+  // share it are found by the World, by the GPU's UUID, and say so.
+  if (visible == 1) return {at::kCUDA, 0};
   if (local_rank < 0 || local_rank >= visible)
     throw std::invalid_argument(fmt::format(
         "LOCAL_RANK={} needs GPU {} of this machine, but this process sees {} GPU(s) (CUDA_VISIBLE_DEVICES narrows "

@@ -13,8 +13,9 @@ namespace grpo::model {
 // As accelerate and ms-swift choose it: the CPU when `use_cpu` (Hugging
 // Face's --use_cpu) or when no GPU is visible, else the visible GPU with
 // index `local_rank` (CUDA_VISIBLE_DEVICES has already narrowed what is
-// visible). Throws std::invalid_argument when local_rank has no GPU: more
-// processes on this machine than it has visible GPUs.
+// visible), or the only one where one is visible (a GPU bound to each task).
+// Throws std::invalid_argument when local_rank has no GPU among several:
+// more processes on this machine than it has visible GPUs.
 at::Device choose_device(bool use_cpu, int local_rank, int visible_gpus);
 
 // How many GPUs this process sees (0 in a build without CUDA, or with no

@@ -15,6 +15,8 @@ TEST(Device, LocalRanksGpuUnlessUseCpuOrNoneIsVisible) {
   EXPECT_EQ(choose_device(false, 3, 8), at::Device(at::kCUDA, 3));  // torchrun's fourth process on an 8-GPU node
   EXPECT_EQ(choose_device(true, 3, 8), at::Device(at::kCPU));       // --use_cpu true
   EXPECT_EQ(choose_device(false, 3, 0), at::Device(at::kCPU));      // no GPU: the CPU, as accelerate falls back
+  // One GPU bound to each task (Slurm's --gpus-per-task=1): that one, whatever the rank.
+  EXPECT_EQ(choose_device(false, 5, 1), at::Device(at::kCUDA, 0));
 }
 
 TEST(Device, MoreProcessesThanVisibleGpusIsAnErrorSayingWhatToDo) {
