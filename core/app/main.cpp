@@ -14,6 +14,7 @@
 #include "config/config.h"
 #include "config/log_level.h"
 #include "dist/launcher.h"
+#include "dist/nccl_group.h"
 #include "score/score_command.h"
 #include "trainer/grpo_trainer.h"
 #include "trainer/sft_trainer.h"
@@ -80,6 +81,7 @@ bool is_input_error(const std::exception& e) { return dynamic_cast<const grpo::U
 }  // namespace
 
 int main(int argc, char** argv) {
+  grpo::dist::default_nccl_error_handling();  // before any thread: it may set an environment variable
   // Logs and errors on stderr, as Python's logging writes them; stdout keeps
   // what a command produces (metric lines, generated text, JSON).
   spdlog::set_default_logger(spdlog::stderr_color_mt("grpo-host"));

@@ -21,6 +21,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "dist/nccl_group.h"
 #include "hub/hub_cache.h"
 #include "model/device.h"
 #include "model/device_memory.h"
@@ -283,6 +284,7 @@ grpo::rollout::ServerOptions server_options(const Flags& flags) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  grpo::dist::default_nccl_error_handling();  // before any thread: it may set an environment variable
   spdlog::set_default_logger(spdlog::stderr_color_mt("grpo-rollout"));  // stdout stays free for what a user pipes
   std::set_terminate(on_terminate);
   // Started by grpo-host (--num_infer_workers): end with it, even when it is killed.

@@ -18,15 +18,13 @@
 
 namespace grpo::dist {
 
+void default_nccl_error_handling() { setenv("TORCH_NCCL_ASYNC_ERROR_HANDLING", "2", /*overwrite=*/0); }
+
 #if defined(GRPO_WITH_CUDA) && defined(USE_C10D_NCCL)
 
 c10::intrusive_ptr<c10d::Backend> make_nccl_group(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                                   at::Device device, std::chrono::milliseconds timeout) {
-  // On a failed or stalled collective NCCL's watchdog would end the process
-  // from its own thread (TORCH_NCCL_ASYNC_ERROR_HANDLING's default, 3), before
-  // the World's polled wait names the rank that stopped and the run saves its
-  // checkpoint: 2 has it abort the communicator only. A user's setting wins.
-  setenv("TORCH_NCCL_ASYNC_ERROR_HANDLING", "2", /*overwrite=*/0);
+  default_nccl_error_handling();  // main() has set it already; this for a program whose main() did not
   auto options = c10d::ProcessGroupNCCL::Options::create();
   options->timeout = timeout;
   auto group = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size, options);

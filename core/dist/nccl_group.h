@@ -22,6 +22,14 @@ class Store;
 
 namespace grpo::dist {
 
+// On a failed or stalled collective NCCL's watchdog would end the process
+// from its own thread (TORCH_NCCL_ASYNC_ERROR_HANDLING's default, 3), before
+// the World's polled wait names the rank that stopped and the run saves its
+// checkpoint: 2 has it abort the communicator only. A user's setting wins.
+// Called by main() before any thread starts (setenv may move the environment
+// while another thread reads it); make_nccl_group calls it too, a no-op then.
+void default_nccl_error_handling();
+
 // The group of `size` ranks over `store`, each on its GPU `device`; null in
 // a build without CUDA. `timeout` bounds NCCL's own watchdog, a backstop
 // behind the World's (which names the rank that stopped, and aborts), and

@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <future>
 #include <limits>
+#include <string>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -324,4 +326,21 @@ TEST(RanksSharingAGpu, TheFirstPairIsNamedAndUnknownGpusAreNotCompared) {
   EXPECT_EQ(ranks_sharing_a_gpu({"GPU-a", "GPU-b", "GPU-b"}), (std::pair{1, 2}));
   EXPECT_EQ(ranks_sharing_a_gpu({"GPU-a", "", "GPU-a"}), std::nullopt);
   EXPECT_EQ(ranks_sharing_a_gpu({"GPU-a"}), std::nullopt);
+}
+
+// NCCL's watchdog aborts the communicator (2) rather than ending the process
+// (its default, 3), unless the user said otherwise.
+TEST(NcclErrorHandling, TwoByDefaultAndAUsersSettingKept) {
+  const char* name = "TORCH_NCCL_ASYNC_ERROR_HANDLING";
+  const char* before = std::getenv(name);
+  const std::string saved = before ? before : "";
+  unsetenv(name);
+  grpo::dist::default_nccl_error_handling();
+  ASSERT_NE(std::getenv(name), nullptr);
+  EXPECT_STREQ(std::getenv(name), "2");
+  setenv(name, "1", 1);
+  grpo::dist::default_nccl_error_handling();
+  EXPECT_STREQ(std::getenv(name), "1");
+  if (before) setenv(name, saved.c_str(), 1);
+  else unsetenv(name);
 }
