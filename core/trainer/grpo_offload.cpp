@@ -41,8 +41,10 @@ void GrpoTrainer::park_optimizer_state(bool parked, Metrics& m) {
   const double t0 = util::now_s();
   if (parked) {
     const int64_t bytes = optimizer_state_to(*policy_.optimizer, at::kCPU, &offload_arenas_.moments);
-    // A checkpoint reads the host copies: they are complete before anything else runs.
-    model::synchronize(s_.model.device);
+    // A checkpoint reads the host copies: they are complete before anything else runs. This
+    // stream's copies, not the device's every stream: the asynchronous sampler may be capturing a
+    // CUDA graph on its own, and a device-wide synchronize would fail that capture and this step.
+    model::wait_for_stream(s_.model.device);
     if (s_.sampling.gc_after_offload) model::release_cached_memory(s_.model.device);
     m["memory/offloaded_gb"] += static_cast<double>(bytes) / kGiB;
     m["memory/offload_host_gb"] = host_held_gb(offload_arenas_);

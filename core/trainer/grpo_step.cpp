@@ -167,13 +167,19 @@ void GrpoTrainer::accumulate(const MicroBatch& mb, Metrics& m, MetricAccumulator
 void GrpoTrainer::update(Metrics& m) {
   const double t_opt = now_s();
   PolicyState& p = policy_;
+  // Until AdamW's step the weights are the last finished step's (step_phase.h).
+  const std::string sizes = phase_sizes(StepPhase::Optimizer);
   // Every rank's gradients combined (averaged, or on their ZeRO owners);
   // whether anything carried loss is decided over all of them.
   const std::string what = "the gradients of step " + std::to_string(p.global_step + 1);
-  const int64_t active = p.sync->combine_gradients(p.step_active_tokens, what);
+  const int64_t active = before_the_update(s_.model.device, sizes, [&] {
+    return p.sync->combine_gradients(p.step_active_tokens, what);
+  });
   const double t_clip = settled_now();
   m["time/grad_sync"] = t_clip - t_opt;
-  const double grad_norm = p.sync->clip(s_.optimizer.max_grad_norm, what);
+  const double grad_norm = before_the_update(s_.model.device, sizes, [&] {
+    return p.sync->clip(s_.optimizer.max_grad_norm, what);
+  });
   const double lr = p.schedule->lr(p.global_step);
   // A NaN or infinite gradient would make every weight NaN: that update is
   // not applied (the step still counts, as a loss scaler's skipped step does).
@@ -186,13 +192,8 @@ void GrpoTrainer::update(Metrics& m) {
                  p.nonfinite_steps, kMaxNonFiniteSteps);
   if (active > 0 && finite) {  // nothing carried loss (every row filtered): no update at all, not even weight decay
     set_learning_rate(*p.optimizer, lr);
-    try {
-      park_optimizer_state(false, m);  // --offload_optimizer: the moments are on the GPU for the step alone
-    } catch (const std::exception& e) {  // before the update: the last finished step's checkpoint still holds
-      if (!is_out_of_memory(e)) throw;
-      throw out_of_memory_in(StepPhase::Optimizer, s_.model.device, phase_sizes(StepPhase::Optimizer), e,
-                             /*weights_intact=*/true);
-    }
+    // --offload_optimizer: the moments are on the GPU for the step alone.
+    before_the_update(s_.model.device, sizes, [&] { park_optimizer_state(false, m); });
     p.optimizer->step();
     park_optimizer_state(true, m);
   }

@@ -308,7 +308,9 @@ void GrpoTrainer::train() {
       saved = "the update it was making is incomplete, so nothing is saved: continue from the newest checkpoint in " +
               s_.checkpoint.output_dir + " with --resume_from_checkpoint";
     } else if (step > 0 && world_.is_main()) {
-      // After running out of device memory, saving (a LoRA merge allocates) needs what the failed phase cached.
+      // After running out of device memory, saving (a LoRA merge allocates) needs what the failed phase
+      // cached; the asynchronous sampler first, since freeing the cache while it captures a CUDA graph fails.
+      wait_for_generation();
       model::release_cached_memory(s_.model.device);
       save_checkpoint(/*gather_shards=*/false);  // the other ranks may be gone: no collective
       saved = "saved " + (fs::path(s_.checkpoint.output_dir) / ("checkpoint-" + std::to_string(step))).string() +

@@ -47,6 +47,13 @@ template <class Body>
 void run_phase(StepPhase phase, const at::Device& device, std::map<std::string, double>& metrics,
                const std::string& sizes, Body&& body);
 
+// Runs `body`, a part of the optimizer's phase before its update (the
+// gradients combined and clipped, the moments brought back from host
+// memory): running out of memory in it leaves the weights the last finished
+// step's, and says so, so that the run saves that step's checkpoint.
+template <class Body>
+auto before_the_update(const at::Device& device, const std::string& sizes, Body&& body);
+
 namespace detail {
 void begin_phase(const at::Device& device);
 void end_phase(StepPhase phase, const at::Device& device, std::map<std::string, double>& metrics);
@@ -65,6 +72,18 @@ void run_phase(StepPhase phase, const at::Device& device, std::map<std::string, 
     throw out_of_memory_in(phase, device, sizes, e);
   }
   detail::end_phase(phase, device, metrics);
+}
+
+template <class Body>
+auto before_the_update(const at::Device& device, const std::string& sizes, Body&& body) {
+  try {
+    return std::forward<Body>(body)();
+  } catch (const OutOfDeviceMemory&) {
+    throw;
+  } catch (const std::exception& e) {
+    if (!is_out_of_memory(e)) throw;
+    throw out_of_memory_in(StepPhase::Optimizer, device, sizes, e, /*weights_intact=*/true);
+  }
 }
 
 }  // namespace grpo::trainer

@@ -34,20 +34,21 @@ TEST(StepPhase, OnlyTheOptimizersPhaseLeavesTheWeightsHalfUpdated) {
       EXPECT_EQ(e.weights_intact(), phase != StepPhase::Optimizer);
     }
   }
-  // Within the optimizer's phase, before the update (its moments brought back from host memory), the
-  // weights are still the last step's: said so, the run saves that step's checkpoint.
+  // Within the optimizer's phase, before the update (the gradients combined and clipped, the moments
+  // brought back from host memory), the weights are still the last step's: said so, the run saves that
+  // step's checkpoint. What the part returns comes through; an error of another kind passes unchanged.
   try {
-    run_phase(StepPhase::Optimizer, at::kCPU, metrics, "sizes", [] {
-      try {
-        (void)at::empty({int64_t(1) << 62}, at::kByte);
-      } catch (const std::exception& e) {
-        throw out_of_memory_in(StepPhase::Optimizer, at::kCPU, "AdamW state 1.00 GiB", e, /*weights_intact=*/true);
-      }
+    run_phase(StepPhase::Optimizer, at::kCPU, metrics, "the phase's sizes", [] {
+      EXPECT_EQ(before_the_update(at::kCPU, "AdamW state 1.00 GiB", [] { return 7; }), 7);
+      EXPECT_THROW(before_the_update(at::kCPU, "", [] { throw std::invalid_argument("x"); }), std::invalid_argument);
+      before_the_update(at::kCPU, "AdamW state 1.00 GiB", [] { (void)at::empty({int64_t(1) << 62}, at::kByte); });
     });
     FAIL() << "a 4 EiB allocation succeeded";
   } catch (const OutOfDeviceMemory& e) {
     EXPECT_TRUE(e.weights_intact());
+    EXPECT_EQ(e.phase(), StepPhase::Optimizer);
     EXPECT_NE(std::string(e.what()).find("AdamW state 1.00 GiB"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("the phase's sizes"), std::string::npos) << "not wrapped twice: " << e.what();
   }
 }
 
