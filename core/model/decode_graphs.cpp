@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include <spdlog/spdlog.h>
+
 #ifdef GRPO_WITH_CUDA
 #include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGraph.h>
@@ -55,6 +57,26 @@ void abandon_capture(const c10::cuda::CUDAStream& stream, at::cuda::MempoolId_t 
   try {
     at::getHostAllocator(at::kCUDA)->end_allocate_to_pool(pool);
   } catch (const std::exception&) {
+  }
+}
+
+// capture_begin marked this GPU's default random generator as capturing, and
+// only capture_end unmarks it (LibTorch does not export the call that does):
+// left so, the next eager random draw on the GPU (LoRA's dropout in
+// training) would fail. A capture of one small op on `stream`, the current
+// stream, ended, leaves the generator as it was.
+void unmark_default_generator(const c10::cuda::CUDAStream& stream) {
+  try {
+    const at::Tensor scratch = at::zeros({1}, at::TensorOptions().device(at::kCUDA, stream.device_index()));
+    at::cuda::CUDAGraph graph;
+    graph.capture_begin(at::cuda::graph_pool_handle(), cudaStreamCaptureModeThreadLocal);
+    try {
+      scratch.add_(1);
+      graph.capture_end();
+    } catch (const std::exception&) {
+      abandon_capture(stream, graph.pool());
+    }
+  } catch (const std::exception&) {  // a device already failing: the warning below says what failed first
   }
 }
 
@@ -112,15 +134,20 @@ void DecodeGraphs::step(SlotDecoder& decoder, int64_t b, int64_t span, at::Devic
       graph->capture_end();
     } catch (const std::exception& e) {
       // An operation of the step that cannot be captured (one that waits for
-      // the host): the way out is the same step without graphs.
+      // the host): this step's work is done (the eager run above), and every
+      // later one runs eagerly too, instead of capturing again, and failing
+      // again, at each call.
       abandon_capture(side, impl_->pool);
       graph.reset();
+      unmark_default_generator(side);
       impl_->pool = {0, 0};  // a pool left mid-capture is not used again
+      impl_->enabled = false;
       const std::string what = e.what();
-      throw std::runtime_error("capturing the decoding step of " + std::to_string(b) + " rows over " +
-                               std::to_string(span) + " positions as a CUDA graph failed: " +
-                               what.substr(0, what.find('\n')) +
-                               "; decode without graphs: --vllm_enforce_eager true (grpo-rollout --enforce_eager true)");
+      spdlog::warn("capturing the decoding step of {} rows over {} positions as a CUDA graph failed: {}; this engine "
+                   "decodes without graphs from now on (--vllm_enforce_eager true, grpo-rollout --enforce_eager true, "
+                   "skips the capture)",
+                   b, span, what.substr(0, what.find('\n')));
+      return;
     }
     impl_->graphs.emplace(std::make_pair(b, span), std::move(graph));
   }
