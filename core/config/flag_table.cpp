@@ -234,6 +234,9 @@ std::vector<FlagSpec> build_table() {
   add(integer("logging_steps", 5, "optimizer steps between log lines").at_least(1));
   add(integer("eval_steps", nullptr, "optimizer steps between evaluations (unset: save_steps)").at_least(1));
   add(integer("save_steps", 500, "optimizer steps between checkpoints (null: only at the end)").at_least(1));
+  add(text("save_strategy", "steps",
+           "steps: a checkpoint every save_steps, at the end and when a run stops | no: none (Hugging Face's flag)")
+          .hint("WHEN").choices({"steps", "no"}));
   add(integer("save_total_limit", nullptr, "checkpoints kept; the oldest are deleted (unset: all)").at_least(1));
   add(boolean("log_completions", false, "write every completion to completions.jsonl"));
   add(text("log_level", "info", "trace | debug | info | warn | error (also GRPO_LOG_LEVEL)").hint("LEVEL")

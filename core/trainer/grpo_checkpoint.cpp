@@ -98,6 +98,7 @@ nlohmann::json read_state(const fs::path& path) {
 }  // namespace
 
 void GrpoTrainer::save_checkpoint(bool gather_shards) {
+  if (!s_.checkpoint.save) return;  // --save_strategy no, on every rank alike
   // Under ZeRO each rank holds the AdamW state of its own parameters: rank 0
   // writes every rank's.
   const bool sharded = policy_.sync->sharded();

@@ -304,7 +304,9 @@ void GrpoTrainer::train() {
     if (log_) log_->flush(step, max_steps_);
     spdlog::error("stopped at step {}/{}: {}", step, max_steps_, failure);
     std::string saved = "no step had finished, so there is no checkpoint";
-    if (!weights_intact) {
+    if (!s_.checkpoint.save) {
+      saved = "--save_strategy no: no checkpoint is written";
+    } else if (!weights_intact) {
       saved = "the update it was making is incomplete, so nothing is saved: continue from the newest checkpoint in " +
               s_.checkpoint.output_dir + " with --resume_from_checkpoint";
     } else if (step > 0 && world_.is_main()) {
@@ -323,7 +325,8 @@ void GrpoTrainer::train() {
   }
   if (stop) {
     if (log_) log_->flush(step, max_steps_);
-    spdlog::warn("stopped by a signal at step {}/{}: saving a checkpoint", step, max_steps_);
+    spdlog::warn("stopped by a signal at step {}/{}{}", step, max_steps_,
+                 s_.checkpoint.save ? ": saving a checkpoint" : " (--save_strategy no: no checkpoint)");
   }
   save_checkpoint();
   report_reward_failures();

@@ -146,6 +146,7 @@ OptimizerSettings read_optimizer_settings(config::SettingsReader& r) {
 CheckpointSettings read_checkpoint_settings(config::SettingsReader& r, const ModelSettings& model) {
   CheckpointSettings c;
   c.output_dir = r.text("output_dir");
+  c.save = r.text("save_strategy") != "no";
   c.save_total_limit = r.optional_integer("save_total_limit");
   c.base_model = model.dir;
   c.lora_options = model.lora_options;

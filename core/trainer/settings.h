@@ -139,6 +139,7 @@ struct OptimizerSettings {
 
 struct CheckpointSettings {
   std::string output_dir = "output";
+  bool save = true;  // --save_strategy: false for `no`, which writes no checkpoint at all
   std::optional<int64_t> save_total_limit;
   std::string base_model;  // what a LoRA checkpoint's adapter_config.json names as its base
   model::LoraOptions lora_options;

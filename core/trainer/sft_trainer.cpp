@@ -96,6 +96,7 @@ void run_sft(const SftSettings& s) {
   const int64_t save_steps = s.logging.save_steps.value_or(0);
   const nlohmann::json state{{"global_step", 0}, {"max_steps", max_steps}};
   auto save = [&](int64_t step) {
+    if (!s.checkpoint.save) return;  // --save_strategy no
     nlohmann::json st = state;
     st["global_step"] = step;
     save_checkpoint(*policy, s.checkpoint, step, model_dir, st);
@@ -140,7 +141,8 @@ void run_sft(const SftSettings& s) {
     const int64_t done = step + 1;
     if (stop_requested()) {
       log.flush(done, max_steps);
-      spdlog::warn("stopped by a signal at step {}/{}: saving a checkpoint", done, max_steps);
+      spdlog::warn("stopped by a signal at step {}/{}{}", done, max_steps,
+                   s.checkpoint.save ? ": saving a checkpoint" : " (--save_strategy no: no checkpoint)");
       save(done);
       return;
     }

@@ -65,6 +65,11 @@ TEST(SftCommand, SaveStepsWritesCheckpointsOnTheWay) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* step : {"2", "4", "5"})
     EXPECT_TRUE(fs::exists(dir + "/out/checkpoint-" + std::string(step) + "/model.safetensors")) << step;
+  // --save_strategy no: none, not even the last.
+  r = run_host("sft --model " + dir + "/model --dataset " + sft_rows(dir) + " --train_type full " +
+               "--max_steps 3 --save_steps 2 --save_strategy no --output_dir " + dir + "/none");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* step : {"2", "3"}) EXPECT_FALSE(fs::exists(dir + "/none/checkpoint-" + std::string(step))) << step;
 }
 
 // Before: SIGTERM killed evaluate with no word (exit 143). Now a generation

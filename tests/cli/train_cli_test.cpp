@@ -85,6 +85,21 @@ TEST(TrainCommand, TrainsLogsAndWritesLoadableCheckpoints) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
+// Hugging Face's --save_strategy no: a run that writes no checkpoint (a
+// benchmark's, a smoke test's), not even at its end; its log is all it keeps.
+TEST(TrainCommand, SaveStrategyNoWritesNoCheckpoint) {
+  std::string dir = setup_run("train_save_strategy");
+  CommandResult r = run_host("train --config " + dir + "/run.yaml --max_steps 2 --save_steps 1 --save_strategy no");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(read_jsonl(dir + "/out/logging.jsonl").size(), 2u);
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/out"))
+    EXPECT_NE(e.path().filename().string().rfind("checkpoint-", 0), 0u) << e.path();
+  r = run_host("train --config " + dir + "/run.yaml --save_strategy epoch");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("save_strategy"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("steps"), std::string::npos) << r.output;
+}
+
 TEST(TrainCommand, UnsupportedCombinationsAreRefusedWithWhatToDo) {
   std::string dir = setup_run("train_refused");
   CommandResult r = run_host("train --config " + dir + "/run.yaml --async_generate true --dynamic_sample true");
