@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
   }
   const std::string train = host + " train --config " + GRPO_SOURCE_DIR + "/configs/quickstart/grpo.yaml --model " +
                             model + " --dataset " + GRPO_SOURCE_DIR + "/configs/quickstart/train.jsonl --max_steps " +
-                            std::to_string(steps) + " --logging_steps 1 --save_steps 100000 --log_completions false "
+                            std::to_string(steps) + " --logging_steps 1 --save_strategy no --log_completions false "
                             "--report_to none";
   const std::string one = (work / "one").string(), two = (work / "two").string(), small = (work / "small").string();
   const std::string two_procs = "NPROC_PER_NODE=2 " + train + " --num_threads 1 --per_device_train_batch_size 8 ";

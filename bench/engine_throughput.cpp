@@ -331,6 +331,8 @@ void run(at::ScalarType dtype, int64_t new_tokens) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Line by line into a file too: a deadline's SIGTERM loses no finished line.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   std::string dtype = "both";
   int64_t new_tokens = 32;
   int threads = 0;

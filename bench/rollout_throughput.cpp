@@ -95,6 +95,8 @@ int64_t count_tokens(const json& reply) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Line by line into a file too: a deadline's SIGTERM loses no finished line.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   std::string preset = "small", device_name = "cpu", dtype_name = "float32";
   int n_prompts = 16, new_tokens = 32, threads = 0;
   bool push_only = false;

@@ -63,7 +63,7 @@ std::string train_command(const ShapeStep& s, const fs::path& model, const std::
                     " --temperature 1 --top_k 0 --top_p 1 --beta " + std::to_string(s.beta) +
                     " --learning_rate 1e-6 --gradient_checkpointing " + (s.gradient_checkpointing ? "true" : "false") +
                     " --train_type " + s.train_type + " --max_steps " + std::to_string(s.steps) +
-                    " --logging_steps 1 --save_steps 100000 --log_completions false --report_to none --num_threads " +
+                    " --logging_steps 1 --save_strategy no --log_completions false --report_to none --num_threads " +
                     std::to_string(s.threads) + " --output_dir " + out;
   if (s.train_type == "lora")
     cmd += " --lora_rank " + std::to_string(s.lora_rank) + " --lora_alpha 32 --target_modules all-linear";
@@ -111,6 +111,12 @@ int shape_step(const ShapeStep& s, const fs::path& work) {
   for (const char* k : {"memory/generation_peak_gb", "memory/logprob_peak_gb", "memory/backward_peak_gb",
                         "memory/optimizer_peak_gb"})
     for (double v : per_step(out, k)) ours.peak_gb = std::max(ours.peak_gb, v);
+  // Ours on a line of its own before the peer runs: a deadline that cuts the peer short still leaves it.
+  std::printf("grpo, %d step(s) after the first: step %.3f s (generate %.3f, log-probs %.3f, backward %.3f, "
+              "optimizer %.3f), %.0f completion tokens/s, peak %.2f GiB\n",
+              n, ours.step, ours.generate, ours.logprob, ours.backward, ours.optimizer, ours.tokens / ours.step,
+              ours.peak_gb);
+  std::fflush(stdout);
 
   const std::string python = GRPO_TORCH_PYTHON;
   const std::string peer_script = src + (gpu ? "/bench/peer/hf_grpo_step.py" : "/bench/peer/qwen2_peer.py");

@@ -54,6 +54,8 @@ bool run_and_sum(const std::string& cmd, const std::string& out, std::map<std::s
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Line by line into a file too: a deadline's SIGTERM loses no finished line.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   std::string model;
   grpo::bench::ShapeStep shape;
   int& steps = shape.steps;
@@ -108,7 +110,7 @@ int main(int argc, char** argv) {
   const std::string train = host + " train --config " + GRPO_SOURCE_DIR + "/configs/quickstart/grpo.yaml --model " +
                             model + " --dataset " + GRPO_SOURCE_DIR + "/configs/quickstart/train.jsonl --max_steps " +
                             std::to_string(steps) +
-                            " --logging_steps 1 --save_steps 100000 --log_completions false --report_to none "
+                            " --logging_steps 1 --save_strategy no --log_completions false --report_to none "
                             "--num_threads " + std::to_string(threads);
   std::map<std::string, double> sync, async;
   int n = 0;
