@@ -16,6 +16,7 @@
 
 #include "model/cuda_kernel_math.h"
 #include "model/rope.h"
+#include "slot_write_oracle.h"
 
 using namespace grpo::model;
 namespace math = grpo::model::gpu::math;
@@ -123,13 +124,7 @@ TEST(CudaKernelMath, ASlotWriteIsTheRotationAndTheScatterToTheBit) {
     for (int64_t past : {int64_t{-1}, capacity}) {  // row 1 outside its slot, on either side
       at::Tensor where = positions.clone();
       where[1] = past;
-      at::Tensor want_k = keys.clone(), want_v = values.clone();
-      const at::Tensor rotated = apply_rope(k, cos, sin);
-      for (int64_t r : {0, 2}) {
-        const int64_t p = where[r].item<int64_t>();
-        want_k[r].select(1, p).copy_(rotated[r].select(1, 0));
-        want_v[r].select(1, p).copy_(v[r].select(1, 0));
-      }
+      const auto [want_k, want_v] = grpo::testing::slot_write_by_at_ops(keys, values, k, v, cos, sin, where, {0, 2});
       at::Tensor got_k = keys.clone(), got_v = values.clone();
       const math::SlotWrite w = math::slot_write(k, v, cos, sin, got_k);
       for (int64_t i = 0; i < k.numel(); ++i)

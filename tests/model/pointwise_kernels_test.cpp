@@ -21,6 +21,7 @@
 #include "model/rope.h"
 #include "model/row_layout.h"
 #include "rounding_steps.h"
+#include "slot_write_oracle.h"
 // After every other header: it defines CUDA's keywords for the kernels' source.
 #include "cuda_block_emulation.h"
 #include "model/cuda_common.cuh"
@@ -129,13 +130,7 @@ TEST(PointwiseKernels, RopeIntoSlotsWritesEachRowAtItsPositionAndNothingOutside)
     const at::Tensor k = at::randn({b, 1, H, D}).to(dtype).transpose(1, 2);
     const at::Tensor v = at::randn({b, 1, H, D}).to(dtype).transpose(1, 2);
     const at::Tensor keys = at::randn({4, H, capacity, D}).to(dtype), values = at::randn({4, H, capacity, D}).to(dtype);
-    at::Tensor want_k = keys.clone(), want_v = values.clone();
-    const at::Tensor rotated = apply_rope(k, cos, sin);
-    for (int64_t r : {0, 2}) {
-      const int64_t p = positions[r].item<int64_t>();
-      want_k[r].select(1, p).copy_(rotated[r].select(1, 0));
-      want_v[r].select(1, p).copy_(v[r].select(1, 0));
-    }
+    const auto [want_k, want_v] = grpo::testing::slot_write_by_at_ops(keys, values, k, v, cos, sin, positions, {0, 2});
     for (const auto& grid : grids_for(k.numel())) {
       SCOPED_TRACE(grid_name(dtype, grid));
       at::Tensor got_k = keys.clone(), got_v = values.clone();
