@@ -10,6 +10,9 @@ cd "$(dirname "$0")/.."
 SECONDS_EACH="${1:-60}"
 BUILD="${FUZZ_BUILD_DIR:-build-fuzz}"
 bash scripts/setup.sh
+# As scripts/build.sh: ccache keys on paths relative to the checkout, so a
+# second clone (CI's) reuses the objects of the first.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}" CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
 # libcln (under GiNaC) keeps one allocation from its static initialisation.
 export LSAN_OPTIONS="suppressions=$PWD/fuzz/lsan.supp"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
