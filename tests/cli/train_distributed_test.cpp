@@ -380,8 +380,13 @@ TEST(TrainDistributed, AStalledRankMakesTheOthersExitWithinTheTimeoutNamingIt) {
   EXPECT_LT(took, 12.0) << "within --ddp_timeout 12, the checkpoint saved";
   EXPECT_NE(log.find("rank 1 stopped answering"), std::string::npos) << log;
   EXPECT_NE(log.find("--ddp_timeout 12 s"), std::string::npos) << log;
+  // The checkpoint of the last step every rank updated: the last one logged, or the one after it where
+  // the stall came between that step's update and its log line (the gather of its metrics).
   const int last = read_jsonl(dir + "/out/logging.jsonl").back()["global_step"].get<int>();
-  EXPECT_TRUE(fs::exists(dir + "/out/checkpoint-" + std::to_string(last) + "/model.safetensors")) << log;
+  auto saved = [&](int step) {
+    return fs::exists(dir + "/out/checkpoint-" + std::to_string(step) + "/model.safetensors");
+  };
+  EXPECT_TRUE(saved(last) || saved(last + 1)) << log;
 }
 
 TEST(TrainDistributed, AConfigurationErrorIsReportedOnceBeforeAnyRankStarts) {

@@ -28,9 +28,11 @@ json read_json(const std::string& path) {
 }
 
 // A model directory whose tokenizer has the case's special tokens and whose
-// tokenizer_config.json carries `chat_template`, as a downloaded model has.
+// tokenizer_config.json carries `chat_template`, as a downloaded model has;
+// one per test, since ctest runs them in parallel and two may use one name.
 std::string model_dir(const std::string& name, const std::string& chat_template, const json& context) {
-  const fs::path dir = fs::temp_directory_path() / ("grpo_model_template_" + name);
+  const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  const fs::path dir = fs::temp_directory_path() / ("grpo_model_template_" + test + "_" + name);
   fs::remove_all(dir);
   fs::create_directories(dir);
   write_byte_level_tokenizer(dir.string());
